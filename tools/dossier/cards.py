@@ -1,0 +1,153 @@
+"""Cards: Markdown with YAML frontmatter, parsed into sections with line numbers."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REQUIRED_SECTIONS = ("Motivation", "Key implementation", "Key code excerpts", "Reviewed files", "Validation")
+OPTIONAL_SECTIONS = ("Risk", "Notes")
+FILE_GROUPS = ("Runtime", "Tests", "Docs", "CI", "Other")
+KINDS = ("perf", "feature", "new-model", "bugfix", "hardware", "docs", "refactor", "revert", "ci", "test")
+STATES = ("merged", "open", "closed")
+
+_HEADING = re.compile(r"^(#{2,3})\s+(.*?)\s*$")
+_EXCERPT_HEAD = re.compile(r"^###\s+`([^`]+)`(?:\s+`(@@[^`]*@@)`)?\s*$")
+_BULLET_PATH = re.compile(r"^\s*[-*]\s+`([^`]+)`")
+
+
+@dataclass
+class Excerpt:
+    path: str
+    hunk: str | None
+    line: int  # line of the ### heading
+    lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, text)
+
+
+@dataclass
+class Section:
+    name: str
+    line: int
+    body: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(t for _, t in self.body).strip()
+
+    def prose(self) -> str:
+        """Body without fenced code blocks and headings."""
+        out, fenced = [], False
+        for _, t in self.body:
+            if t.lstrip().startswith("```"):
+                fenced = not fenced
+                continue
+            if not fenced and not t.startswith("#"):
+                out.append(t)
+        return re.sub(r"<!--.*?-->", " ", "\n".join(out), flags=re.DOTALL).strip()
+
+
+@dataclass
+class Card:
+    path: Path
+    text: str
+    meta: dict | None
+    meta_error: str | None
+    meta_lines: dict[str, int]
+    body_start: int
+    sections: dict[str, Section]
+    excerpts: list[Excerpt]
+    reviewed: dict[str, list[tuple[int, str]]]
+
+    def key_line(self, key: str) -> int:
+        return self.meta_lines.get(key, 2)
+
+
+def _meta_key_lines(lines: list[str]) -> dict[str, int]:
+    out = {}
+    for i, line in enumerate(lines, start=2):
+        m = re.match(r"^([A-Za-z_][\w-]*):", line)
+        if m:
+            out[m.group(1)] = i
+    return out
+
+
+def parse_card(path: Path, text: str) -> Card:
+    lines = text.split("\n")
+    meta, meta_error, meta_lines, body_start = None, None, {}, 1
+    if lines and lines[0].strip() == "---":
+        try:
+            end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+        except StopIteration:
+            meta_error = "frontmatter has no closing '---'"
+        else:
+            raw = "\n".join(lines[1:end])
+            meta_lines = _meta_key_lines(lines[1:end])
+            body_start = end + 2
+            try:
+                meta = yaml.safe_load(raw)
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" (line {mark.line + 2})" if mark else ""
+                meta_error = f"frontmatter is not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+            else:
+                if not isinstance(meta, dict):
+                    meta_error, meta = "frontmatter is not a mapping", None
+    else:
+        meta_error = "no YAML frontmatter (file must start with '---')"
+
+    sections: dict[str, Section] = {}
+    excerpts: list[Excerpt] = []
+    reviewed: dict[str, list[tuple[int, str]]] = {}
+    current: Section | None = None
+    group: str | None = None
+    excerpt: Excerpt | None = None
+    fenced = False
+    for number in range(body_start, len(lines) + 1):
+        line = lines[number - 1]
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            if current:
+                current.body.append((number, line))
+            continue
+        m = None if fenced else _HEADING.match(line)
+        if m and len(m.group(1)) == 2:
+            current = Section(m.group(2), number)
+            sections.setdefault(current.name, current)
+            group = excerpt = None
+            continue
+        if current is None:
+            continue
+        current.body.append((number, line))
+        if current.name == "Key code excerpts":
+            em = None if fenced else _EXCERPT_HEAD.match(line)
+            if em:
+                excerpt = Excerpt(em.group(1), em.group(2), number)
+                excerpts.append(excerpt)
+            elif fenced and excerpt is not None:
+                excerpt.lines.append((number, line))
+        elif current.name == "Reviewed files" and not fenced:
+            if m and len(m.group(1)) == 3:
+                group = m.group(2)
+                reviewed.setdefault(group, [])
+            else:
+                bm = _BULLET_PATH.match(line)
+                if bm:
+                    reviewed.setdefault(group or "Other", []).append((number, bm.group(1)))
+    return Card(path, text, meta, meta_error, meta_lines, body_start, sections, excerpts, reviewed)
+
+
+def classify_file(path: str) -> str:
+    low = path.lower()
+    if low.startswith((".github/", ".ci/", "scripts/ci", "ci/")) or "/ci/" in low or low.endswith(("requirements.txt", "pyproject.toml", ".yaml", ".yml")) and ".github" in low:
+        return "CI"
+    if low.startswith(("docs/", "docs_new/")) or low.endswith((".md", ".mdx", ".rst")):
+        return "Docs"
+    name = low.rsplit("/", 1)[-1]
+    if low.startswith(("test/", "tests/")) or "/tests/" in low or name.startswith("test_") or name.endswith("_test.py") or "benchmark" in low:
+        return "Tests"
+    if low.startswith((".github/",)) or name in ("ci_install_dependency.sh",):
+        return "CI"
+    return "Runtime"

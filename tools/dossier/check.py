@@ -1,0 +1,76 @@
+"""`dossier check`: run the rules, apply suppressions and filters, format findings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .context import Context
+from .errors import DossierError
+from .rules import RULES, Finding
+
+
+def _selected(code: str, select: list[str] | None, ignore: list[str] | None) -> bool:
+    if select and not any(code.startswith(s) for s in select):
+        return False
+    if ignore and any(code.startswith(i) for i in ignore):
+        return False
+    return True
+
+
+def _validate_codes(prefixes: list[str] | None) -> None:
+    for p in prefixes or []:
+        if not any(code.startswith(p) for code in RULES):
+            raise DossierError(f"unknown rule code or prefix {p!r}; see `dossier rule --list`")
+
+
+def run_check(ctx: Context, select=None, ignore=None) -> list[Finding]:
+    _validate_codes(select)
+    _validate_codes(ignore)
+    findings: list[Finding] = []
+    cards, unreadable = ctx.loaded
+    for path, why in unreadable:
+        if _selected("S001", select, ignore):
+            findings.append(Finding(ctx.rel(path), 1, 1, "S001", why))
+    card_rules = [r for r in RULES.values() if r.scope == "card" and _selected(r.code, select, ignore)]
+    project_rules = [r for r in RULES.values() if r.scope == "project" and _selected(r.code, select, ignore)]
+    for card in cards:
+        noqa = (card.meta or {}).get("noqa") if isinstance((card.meta or {}).get("noqa"), dict) else {}
+        for r in card_rules:
+            if r.code in noqa and r.code != "S007" and isinstance(noqa[r.code], str) and len(noqa[r.code].strip()) >= 15:
+                continue
+            findings.extend(r.func(ctx, card))
+    for r in project_rules:
+        findings.extend(r.func(ctx))
+    return sorted(set(findings))
+
+
+def format_findings(findings: list[Finding], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps([f.as_dict() for f in findings], indent=1)
+    if fmt == "github":
+        out = []
+        for f in findings:
+            msg = f.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+            out.append(f"::error file={f.path},line={f.line},col={f.col},title={f.code}::{f.code} {msg}")
+        return "\n".join(out)
+    lines = [f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}" for f in findings]
+    if findings:
+        lines.append(f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''}.")
+    return "\n".join(lines)
+
+
+def card_paths_from_args(ctx: Context, paths: tuple[str, ...]) -> list[Path] | None:
+    """Expand PATHS (cards or folders) into card files; None means the whole knowledge base."""
+    if not paths:
+        return None
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise DossierError(f"{raw}: no such file or folder")
+        if p.is_dir():
+            out.extend(sorted(p.rglob("*.md")))
+        else:
+            out.append(p)
+    return out

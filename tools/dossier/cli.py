@@ -1,0 +1,234 @@
+"""Command-line entry point; each command delegates to its module."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .config import load_config, parse_pr_number
+from .errors import DossierError
+
+
+class _Group(click.Group):
+    """Turn DossierError into one line on stderr and exit status 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except DossierError as exc:
+            click.echo(f"dossier: error: {exc}", err=True)
+            sys.exit(2)
+
+
+def _config(root):
+    return load_config(Path(root) if root else None)
+
+
+def _prs(values) -> list[int]:
+    return [parse_pr_number(v) for v in values]
+
+
+root_option = click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT",
+                           help="Knowledge-base root (folder with dossier.toml).")
+
+
+@click.group(cls=_Group)
+@click.version_option(__version__, prog_name="dossier")
+def main():
+    """Diff-grounded PR dossier for SGLang Qwen VL / Omni / ASR performance work."""
+
+
+@main.command()
+@click.argument("repo")
+@click.argument("prs", nargs=-1, required=True)
+@click.option("--clone", envvar="DOSSIER_CLONE", help="Local git clone (git source).")
+@click.option("--ref", default="HEAD", show_default=True, help="Branch whose first-parent history holds merges.")
+@click.option("--source", "source_kind", type=click.Choice(["git", "github"]), default=None,
+              help="Where to read the PR (default: git when --clone is given, else github).")
+@click.option("--api-url", default=None, help="GitHub API root (github source).")
+@click.option("--diff", "diff_file", type=str, default=None, help="Build the lock from a saved diff FILE or '-' (stdin).")
+@click.option("--title", default=None, help="PR title (with --diff).")
+@click.option("--state", default="merged", type=click.Choice(["merged", "open", "closed"]), help="PR state (with --diff).")
+@click.option("--merged", "merged_date", default=None, help="Merge date YYYY-MM-DD (with --diff).")
+@root_option
+def fetch(repo, prs, clone, ref, source_kind, api_url, diff_file, title, state, merged_date, root):
+    """Write evidence locks for PRS of REPO (e.g. `dossier fetch sglang 16366 --clone ../sglang`)."""
+    from .fetch import fetch_git, lock_from_diff
+
+    config = _config(root)
+    config.repo(repo)
+    numbers = _prs(prs)
+    if diff_file is not None:
+        if len(numbers) != 1 or not title:
+            raise DossierError("--diff takes exactly one PR number and --title")
+        data = sys.stdin.buffer.read() if diff_file == "-" else _read_bytes(diff_file)
+        res = lock_from_diff(config, repo, numbers[0], data, title, state, merged_date)
+        click.echo(f"{'wrote' if res.changed else 'unchanged'} {res.path.relative_to(config.root)}")
+        return
+    kind = source_kind or ("git" if clone else "github")
+    if kind == "github":
+        from .github_source import fetch_github
+
+        results = fetch_github(config, repo, numbers, api_url=api_url)
+    else:
+        if not clone:
+            raise DossierError("the git source needs --clone PATH (or DOSSIER_CLONE)")
+        from rich.progress import Progress
+
+        with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
+            task = progress.add_task(f"fetch {repo}", total=len(numbers))
+            results = fetch_git(config, repo, numbers, clone, ref, lambda _: progress.advance(task))
+    failed = 0
+    for res in results:
+        if res.error:
+            failed += 1
+            click.echo(f"dossier: error: {repo}#{res.pr}: {res.error}", err=True)
+        else:
+            click.echo(f"{'wrote' if res.changed else 'unchanged'} {res.path.relative_to(config.root)}")
+    if failed:
+        sys.exit(1 if failed < len(results) else 2)
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise DossierError(f"{path}: {exc.strerror}") from None
+
+
+@main.command("trace")
+@click.argument("families", nargs=-1)
+@click.option("--all", "all_families", is_flag=True, help="Every family in dossier.toml.")
+@click.option("--repo", default="sglang", show_default=True)
+@click.option("--clone", envvar="DOSSIER_CLONE", required=True, help="Local git clone.")
+@click.option("--ref", default="HEAD", show_default=True)
+@click.option("--live", is_flag=True, help="Say whether each card's added lines still stand in HEAD.")
+@click.option("--missing", is_flag=True, help="Only PRs with neither card nor exclusion.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@root_option
+def trace_cmd(families, all_families, repo, clone, ref, live, missing, fmt, root):
+    """List every PR that touched a family's files, with its card or exclusion."""
+    from .trace import trace
+
+    config = _config(root)
+    names = list(config.families) if all_families else list(families)
+    if not names:
+        raise DossierError("name a family or pass --all")
+    rows = trace(config, repo, clone, names, ref, live)
+    if missing:
+        rows = [r for r in rows if r.status == "missing"]
+    if fmt == "json":
+        click.echo(json.dumps([r.as_dict() for r in rows], indent=1))
+        return
+    for r in rows:
+        pr = f"#{r.pr}" if r.pr else r.commit[:9]
+        extra = f" [{r.live['state']} {r.live.get('present', 0)}/{r.live.get('added', 0)}]" if r.live else ""
+        reason = f" ({r.reason})" if r.reason else ""
+        click.echo(f"{r.date}  {pr:>7}  {r.status:<8}{extra}  {','.join(r.families):<24} {r.title[:80]}{reason}")
+    counts = {s: sum(1 for r in rows if r.status == s) for s in ("card", "excluded", "missing")}
+    click.echo(f"{len(rows)} PRs: {counts['card']} with card, {counts['excluded']} excluded, {counts['missing']} missing", err=True)
+
+
+@main.command()
+@click.argument("repo")
+@click.argument("pr")
+@root_option
+def new(repo, pr, root):
+    """Scaffold references/cards/REPO/PR.md from its lock (never overwrites)."""
+    from .new import new_card
+
+    config = _config(root)
+    path = new_card(config, repo, parse_pr_number(pr))
+    click.echo(f"created {path.relative_to(config.root)}")
+
+
+@main.command()
+@click.argument("paths", nargs=-1)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text")
+@click.option("--select", multiple=True, help="Only these rule codes or prefixes (repeat or comma-separate).")
+@click.option("--ignore", multiple=True, help="Skip these rule codes or prefixes.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings.")
+@click.option("--source", "sources", multiple=True, help="NAME=CLONE: re-verify locks against a clone.")
+@root_option
+def check(paths, fmt, select, ignore, exit_zero, sources, root):
+    """Lint cards, locks, playbook, lanes, generated files and SKILL.md."""
+    from .check import card_paths_from_args, format_findings, run_check
+    from .context import Context
+
+    config = _config(root)
+    src = {}
+    for item in sources:
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            raise DossierError(f"--source takes NAME=CLONE, got {item!r}")
+        config.repo(name)
+        src[name] = path
+    ctx = Context(config, sources=src)
+    ctx.card_paths = card_paths_from_args(ctx, paths)
+    split = lambda vals: [v.strip() for x in vals for v in x.split(",") if v.strip()]  # noqa: E731
+    findings = run_check(ctx, split(select), split(ignore))
+    out = format_findings(findings, fmt)
+    if out:
+        click.echo(out)
+    elif fmt == "text":
+        click.echo("All checks passed.", err=True)
+    sys.exit(0 if exit_zero or not findings else 1)
+
+
+@main.command("rule")
+@click.argument("code", required=False)
+@click.option("--list", "list_all", is_flag=True, help="List every rule.")
+def rule_cmd(code, list_all):
+    """Explain a check rule (`dossier rule G001`) or list them all."""
+    from .rules import RULES
+
+    if list_all or not code:
+        for r in sorted(RULES.values(), key=lambda r: r.code):
+            click.echo(f"{r.code}  {r.name:<30} {r.summary}")
+        return
+    r = RULES.get(code.upper())
+    if r is None:
+        raise DossierError(f"unknown rule {code!r}; see `dossier rule --list`")
+    click.echo(f"{r.code} ({r.name}, {r.family})\n\n{r.summary}\n\n{r.doc}".rstrip())
+
+
+@main.command()
+@root_option
+def build(root):
+    """Render references/pr-history.md and the other generated files."""
+    from .build import build as do_build
+    from .context import Context
+
+    config = _config(root)
+    written = do_build(Context(config))
+    for path in written:
+        click.echo(f"wrote {path.relative_to(config.root)}")
+    if not written:
+        click.echo("generated files are up to date", err=True)
+
+
+def _register_optional():
+    """Commands owned by other modules (find, radar, lanes) register themselves."""
+    import importlib
+
+    for name in ("find", "radar", "lanes"):
+        try:
+            mod = importlib.import_module(f"dossier.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"dossier.{name}":
+                continue
+            raise
+        cmd = getattr(mod, "command", None)
+        if cmd is not None:
+            main.add_command(cmd)
+
+
+_register_optional()
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

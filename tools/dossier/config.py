@@ -1,0 +1,156 @@
+"""The registry: upstream repos by short name, families and their file globs."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from .errors import DossierError
+
+CONFIG_NAME = "dossier.toml"
+_REPO_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Repo:
+    name: str
+    upstream: str
+    default_branch: str = "main"
+
+    def pr_url(self, pr: int) -> str:
+        return f"https://github.com/{self.upstream}/pull/{pr}"
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    title: str
+    globs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def matches(self, repo: str, path: str) -> bool:
+        return any(glob_match(path, g) for g in self.globs.get(repo, ()))
+
+
+@lru_cache(maxsize=4096)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    # '**' spans folders, '*' stays inside one; fnmatch alone lets '*' cross '/'.
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("^" + "".join(out) + "$")
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    return bool(_glob_regex(pattern).match(path))
+
+
+@dataclass
+class Config:
+    root: Path
+    repos: dict[str, Repo]
+    families: dict[str, Family]
+
+    @property
+    def cards_dir(self) -> Path:
+        return self.root / "references" / "cards"
+
+    @property
+    def evidence_dir(self) -> Path:
+        return self.root / "references" / "evidence"
+
+    @property
+    def references_dir(self) -> Path:
+        return self.root / "references"
+
+    @property
+    def playbook_dir(self) -> Path:
+        return self.root / "playbook"
+
+    def repo(self, name: str) -> Repo:
+        check_repo_name(name)
+        try:
+            return self.repos[name]
+        except KeyError:
+            known = ", ".join(sorted(self.repos))
+            raise DossierError(f"unknown repo {name!r} (known: {known})") from None
+
+    def card_path(self, repo: str, pr: int) -> Path:
+        check_repo_name(repo)
+        return self.cards_dir / repo / f"{pr}.md"
+
+    def lock_path(self, repo: str, pr: int) -> Path:
+        check_repo_name(repo)
+        return self.evidence_dir / repo / f"{pr}.json"
+
+    def families_for(self, repo: str, paths) -> list[str]:
+        return [f.name for f in self.families.values() if any(f.matches(repo, p) for p in paths)]
+
+
+def check_repo_name(name: str) -> str:
+    """Reject names that could escape the references tree (`../x`, `a/b`)."""
+    if not _REPO_NAME.match(name or "") or ".." in name:
+        raise DossierError(f"invalid repo name {name!r}: use a short registry name like 'sglang'")
+    return name
+
+
+def parse_pr_number(text) -> int:
+    try:
+        value = int(str(text).lstrip("#"))
+    except ValueError:
+        raise DossierError(f"invalid PR number {text!r}: expected a positive integer") from None
+    if value <= 0:
+        raise DossierError(f"invalid PR number {text!r}: expected a positive integer")
+    return value
+
+
+def find_root(start: Path | None = None) -> Path:
+    here = (start or Path.cwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / CONFIG_NAME).is_file():
+            return candidate
+    raise DossierError(f"no {CONFIG_NAME} found in {here} or any parent; pass --root")
+
+
+def load_config(root: Path | None = None) -> Config:
+    root = find_root(root) if root is None or not (root / CONFIG_NAME).is_file() else root.resolve()
+    path = root / CONFIG_NAME
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise DossierError(f"{path}: {exc}") from None
+    repos = {}
+    for name, spec in data.get("repos", {}).items():
+        check_repo_name(name)
+        repos[name] = Repo(name, spec["upstream"], spec.get("default_branch", "main"))
+    families = {}
+    for name, spec in data.get("families", {}).items():
+        globs = {r: tuple(g) for r, g in spec.get("globs", {}).items()}
+        for r in globs:
+            if r not in repos:
+                raise DossierError(f"{path}: family {name} names unknown repo {r!r}")
+        families[name] = Family(name, spec.get("title", name), globs)
+    return Config(root, repos, families)
+
+
+def fnmatch_any(path: str, patterns) -> bool:
+    return any(fnmatch.fnmatch(path, p) for p in patterns)

@@ -1,0 +1,198 @@
+"""Evidence locks: facts and hashes of a PR's diff, never its code text.
+
+A lock is built the same way whatever the source (git clone, GitHub API, a
+saved diff), so `dossier check` cannot tell them apart and needs no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import unidiff
+
+from . import __version__
+from .errors import DossierError
+from .fsio import read_text, write_atomic
+
+SCHEMA = 1
+LINE_HASH_LEN = 10
+_DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+_SECTION_NAME = re.compile(r"(?:def|class)\s+([A-Za-z_]\w*)")
+_ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]{2,})\s*[:=]")
+
+
+def line_hash(sign: str, text: str) -> str:
+    """Sign plus short hash of one diff line; indentation and trailing space do not count.
+
+    The sign stays readable so `trace --live` can tell added lines from removed ones.
+    """
+    digest = hashlib.sha256(text.strip().encode("utf-8", "surrogateescape"))
+    return sign + digest.hexdigest()[:LINE_HASH_LEN]
+
+
+def decode_diff(data: bytes | str) -> tuple[str, bool]:
+    """Decode diff bytes; invalid UTF-8 survives as surrogate escapes and is flagged."""
+    if isinstance(data, str):
+        return data, False
+    try:
+        return data.decode("utf-8"), False
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "surrogateescape"), True
+
+
+def parse_diff(text: str) -> unidiff.PatchSet:
+    try:
+        return unidiff.PatchSet(text)
+    except unidiff.UnidiffParseError as exc:
+        raise DossierError(f"cannot parse diff: {exc}") from None
+
+
+def _strip_prefix(name: str | None) -> str | None:
+    if name is None or name == "/dev/null":
+        return None
+    return name[2:] if name[:2] in ("a/", "b/") else name
+
+
+def _status(pf: unidiff.PatchedFile, info: str) -> str:
+    if pf.is_rename:
+        return "renamed"
+    if pf.is_added_file:
+        return "added"
+    if pf.is_removed_file:
+        return "deleted"
+    if "old mode" in info and "new mode" in info and not len(pf) and not pf.is_binary_file:
+        return "mode-changed"
+    return "modified"
+
+
+def file_facts(pf: unidiff.PatchedFile) -> dict:
+    info = str(pf.patch_info or "")
+    old_path = _strip_prefix(pf.source_file)
+    new_path = _strip_prefix(pf.target_file)
+    path = new_path or old_path or pf.path
+    hunks, symbols, lines = [], [], []
+    for hunk in pf:
+        header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
+        section = (hunk.section_header or "").strip()
+        hunks.append({"header": header, "section": section})
+        m = _SECTION_NAME.search(section)
+        if m:
+            symbols.append(m.group(1))
+        for line in hunk:
+            value = line.value.rstrip("\r\n")
+            sign = line.line_type
+            if sign not in "+- ":
+                continue  # "\ No newline at end of file"
+            lines.append(line_hash(sign, value))
+            if sign in "+-":
+                m = _DEF.match(value) or _ASSIGN.match(value)
+                if m:
+                    symbols.append(m.group(1))
+    facts = {
+        "path": path,
+        "status": _status(pf, info),
+        "old_path": old_path if pf.is_rename else None,
+        "binary": bool(pf.is_binary_file),
+        "additions": pf.added,
+        "deletions": pf.removed,
+        "hunks": hunks,
+        "symbols": sorted(set(symbols)),
+        "lines": lines,
+    }
+    if "old mode" in info:
+        facts["mode_change"] = True
+    return facts
+
+
+def normalized_diff(patch: unidiff.PatchSet) -> str:
+    """Canonical text of a diff: file headers and hunks, no index lines or SHAs."""
+    parts = []
+    for pf in patch:
+        old = _strip_prefix(pf.source_file) or "/dev/null"
+        new = _strip_prefix(pf.target_file) or "/dev/null"
+        parts.append(f"--- {old}\n+++ {new}\n")
+        if pf.is_binary_file:
+            parts.append("binary\n")
+        for hunk in pf:
+            parts.append(f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@\n")
+            for line in hunk:
+                parts.append(line.line_type + line.value.rstrip("\r\n") + "\n")
+    return "".join(parts)
+
+
+def build_lock(meta: dict, diff: bytes | str, source: dict, repo_name: str, url: str) -> dict:
+    """Assemble a lock from PR metadata, raw diff and provenance."""
+    text, bad_bytes = decode_diff(diff)
+    patch = parse_diff(text) if text.strip() else unidiff.PatchSet("")
+    files = [file_facts(pf) for pf in patch]
+    for extra in meta.get("file_notes", []) or []:
+        for f in files:
+            if f["path"] == extra.get("path"):
+                f.update({k: v for k, v in extra.items() if k != "path"})
+    additions = sum(f["additions"] for f in files)
+    deletions = sum(f["deletions"] for f in files)
+    lock = {
+        "schema": SCHEMA,
+        "repo": repo_name,
+        "pr": int(meta["pr"]),
+        "url": url,
+        "title": meta.get("title", ""),
+        "state": meta.get("state", "merged"),
+        "author": meta.get("author"),
+        "created": meta.get("created"),
+        "merged": meta.get("merged"),
+        "closed": meta.get("closed"),
+        "source": {**source, "tool_version": __version__},
+        "stats": {
+            "files": len(files),
+            "additions": additions,
+            "deletions": deletions,
+            "diff_lines": sum(len(f["lines"]) for f in files),
+        },
+        "diff_sha256": hashlib.sha256(
+            normalized_diff(patch).encode("utf-8", "surrogateescape")
+        ).hexdigest(),
+        "non_utf8": bad_bytes,
+        "files": files,
+    }
+    lock["lock_sha256"] = lock_digest(lock)
+    return lock
+
+
+def lock_digest(lock: dict) -> str:
+    body = {k: v for k, v in lock.items() if k != "lock_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def dump_lock(lock: dict) -> str:
+    text = json.dumps(lock, indent=1, sort_keys=False, ensure_ascii=False)
+    # One line per file's hash list keeps locks short and their git diffs readable.
+    return re.sub(r'"lines": \[[^\]]*\]', lambda m: '"lines": ' + json.dumps(json.loads(m.group(0)[9:])), text) + "\n"
+
+
+def write_lock(path: Path, lock: dict) -> None:
+    write_atomic(path, dump_lock(lock))
+
+
+def load_lock(path: Path) -> dict:
+    text = read_text(path)
+    try:
+        lock = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DossierError(f"{path}: broken JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(lock, dict) or "files" not in lock or "pr" not in lock:
+        raise DossierError(f"{path}: not an evidence lock (no 'pr' or 'files')")
+    return lock
+
+
+def file_index(lock: dict) -> dict[str, dict]:
+    """Files by path, renamed files also by their old path."""
+    out = {}
+    for f in lock.get("files", []):
+        out[f["path"]] = f
+        if f.get("old_path"):
+            out.setdefault(f["old_path"], f)
+    return out

@@ -1,0 +1,57 @@
+"""Atomic file writes and careful reads: a crash never leaves half a file."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import DossierError
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write text to path via a temp file in the same folder and os.replace."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_new(path: Path, text: str) -> None:
+    """Create path atomically; refuse if it exists (never overwrite hand-written files)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        # os.link fails if the target exists, so a concurrent writer cannot be clobbered.
+        os.link(tmp, path)
+    except FileExistsError:
+        raise DossierError(f"{path}: already exists; refusing to overwrite") from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+
+
+def read_text(path: Path) -> str:
+    """Read UTF-8 text or raise DossierError naming the file and the byte offset."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DossierError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise DossierError(f"{path}: is a directory") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DossierError(f"{path}: not valid UTF-8 (byte {exc.start})") from None

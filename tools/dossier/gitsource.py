@@ -1,0 +1,147 @@
+"""Git history: the one module that reads a clone (find PR commits, diffs, logs)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import git
+
+from .errors import DossierError
+
+_SQUASH = re.compile(r"\(#(\d+)\)\s*$")
+_MERGE = re.compile(r"^Merge pull request #(\d+)\b")
+_SEP = "\x1f"
+
+
+@dataclass(frozen=True)
+class PrCommit:
+    pr: int
+    commit: str
+    parent: str | None
+    subject: str
+    author: str
+    date: str  # ISO date of the commit (merge time for squash merges)
+    kind: str  # "squash" | "merge" | "pull-ref"
+
+
+def open_clone(path: str | Path) -> git.Repo:
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise DossierError(f"clone not found: {p}")
+    try:
+        repo = git.Repo(p)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise DossierError(f"not a git repository: {p}") from None
+    if (p / "HEAD").is_file() and (p / "objects").is_dir():
+        # A bare git directory without a config file: GitPython guesses a work tree
+        # above it, so point git at the directory explicitly.
+        repo.git.update_environment(GIT_DIR=str(p.resolve()))
+    return repo
+
+
+def pr_from_subject(subject: str) -> int | None:
+    m = _SQUASH.search(subject) or _MERGE.match(subject)
+    return int(m.group(1)) if m else None
+
+
+def _iso_date(value: str) -> str:
+    return datetime.fromisoformat(value).astimezone(timezone.utc).date().isoformat()
+
+
+class History:
+    """First-parent history of a clone, indexed by PR number once per run."""
+
+    def __init__(self, repo: git.Repo, ref: str = "HEAD"):
+        self.repo = repo
+        self.ref = ref
+        self._index: dict[int, PrCommit] | None = None
+
+    def _resolve_ref(self) -> str:
+        try:
+            return self.repo.git.rev_parse("--verify", "--quiet", self.ref + "^{commit}")
+        except git.GitCommandError:
+            raise DossierError(f"ref {self.ref!r} not found in {self.repo.git_dir}") from None
+
+    def index(self) -> dict[int, PrCommit]:
+        if self._index is None:
+            head = self._resolve_ref()
+            out = self.repo.git.log(
+                "--first-parent", f"--format=%H{_SEP}%P{_SEP}%aI{_SEP}%an{_SEP}%s", head
+            )
+            idx: dict[int, PrCommit] = {}
+            for row in out.splitlines():
+                sha, parents, date, author, subject = row.split(_SEP, 4)
+                pr = pr_from_subject(subject)
+                if pr is None or pr in idx:
+                    continue  # newest first: keep the latest landing of a PR number
+                plist = parents.split()
+                kind = "merge" if _MERGE.match(subject) else "squash"
+                idx[pr] = PrCommit(pr, sha, plist[0] if plist else None, subject, author, _iso_date(date), kind)
+            self._index = idx
+        return self._index
+
+    def find(self, pr: int) -> PrCommit:
+        hit = self.index().get(pr)
+        if hit:
+            return hit
+        ref = f"refs/pull/{pr}/head"
+        try:
+            head = self.repo.git.rev_parse("--verify", "--quiet", ref)
+        except git.GitCommandError:
+            head = ""
+        if not head:
+            raise DossierError(f"PR #{pr} not found: no merged commit on {self.ref} and no {ref}")
+        try:
+            base = self.repo.git.merge_base(head, self._resolve_ref())
+        except git.GitCommandError:
+            base = None
+        commit = self.repo.commit(head)
+        return PrCommit(pr, head, base, commit.summary, commit.author.name,
+                        _iso_date(commit.committed_datetime.isoformat()), "pull-ref")
+
+    def diff_bytes(self, pc: PrCommit) -> bytes:
+        args = ["--no-color", "--no-ext-diff", "-M", "--src-prefix=a/", "--dst-prefix=b/"]
+        if pc.parent:
+            args += [pc.parent, pc.commit]
+        else:  # root commit: diff against the empty tree
+            args += ["4b825dc642cb6eb9a060e54bf8d69288fbee4904", pc.commit]
+        # Bytes, not str: a diff may carry non-UTF-8 content.
+        return self.repo.git.diff(*args, stdout_as_string=False)
+
+    def file_at(self, rev: str, path: str) -> bytes | None:
+        try:
+            return self.repo.git.show(f"{rev}:{path}", stdout_as_string=False)
+        except git.GitCommandError:
+            return None
+
+    def tree_paths(self, rev: str = "HEAD") -> list[str]:
+        return self.repo.git.ls_tree("-r", "--name-only", rev).splitlines()
+
+    def log_paths(self, pathspecs: list[str]) -> list[tuple[str, str, str, list[str]]]:
+        """(sha, date, subject, files) for first-parent commits touching the pathspecs."""
+        head = self._resolve_ref()
+        out = self.repo.git.log(
+            "--first-parent", "--name-only", f"--format=\x1e%H{_SEP}%aI{_SEP}%s", head, "--",
+            *[f":(glob){p}" for p in pathspecs],
+        )
+        rows = []
+        for block in out.split("\x1e")[1:]:
+            head_line, _, rest = block.partition("\n")
+            sha, date, subject = head_line.split(_SEP, 2)
+            files = [f for f in rest.splitlines() if f]
+            rows.append((sha, _iso_date(date), subject, files))
+        return rows
+
+
+def pr_meta(pc: PrCommit) -> dict:
+    title = _SQUASH.sub("", pc.subject).strip() if pc.kind == "squash" else pc.subject
+    return {
+        "pr": pc.pr,
+        "title": title,
+        "state": "open" if pc.kind == "pull-ref" else "merged",
+        "author": pc.author,
+        "merged": pc.date if pc.kind != "pull-ref" else None,
+    }

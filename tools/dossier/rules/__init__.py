@@ -1,0 +1,14 @@
+"""Check rules, grouped by family; importing this package registers them all.
+
+Each module of this package holds the rules of one family; any module added
+here is picked up, so a new rule needs no edit elsewhere.
+"""
+
+import importlib
+import pkgutil
+
+from .base import RULES, Finding, Rule, rule  # noqa: F401
+
+for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+    if _mod != "base":
+        importlib.import_module(f"{__name__}.{_mod}")

@@ -1,0 +1,233 @@
+"""Prose rules (P): judgement sections must say something concrete and their own."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from .base import Finding, rule
+
+JUDGEMENT = ("Motivation", "Key implementation", "Validation", "Risk")
+MIN_WORDS = {"Motivation": 25, "Key implementation": 25, "Validation": 15}
+_PLACEHOLDER = re.compile(
+    r"\b(TODO|TBD|FIXME|XXX|lorem ipsum|WRITE ME|fill (?:me|in)|placeholder)\b|<fill[^>]*>|<!--\s*dossier:|^\s*\.\.\.\s*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
+_STOP = set(
+    "the a an and or of to in for on with by from this that these those is are was were be been it its as at "
+    "into via pr pull request adds add added support supports fix fixes fixed use uses using when which".split()
+)
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;:])\s+|\n\s*[-*]\s+|\n{2,}")
+_CODE_SPAN = re.compile(r"`[^`]*`")
+_PATHLIKE = re.compile(r"\b[\w.-]*[/_.][\w./-]*\b")
+_NUMBER = re.compile(r"\b\d[\d.,x%]*\b")
+_CMD = re.compile(r"`[^`]*(?:python|pytest|bash|sglang|dossier|curl|--[a-z])[^`]*`|```", re.IGNORECASE)
+_TEST_REF = re.compile(r"(?:test_\w+|tests?/[\w/.-]+|\w+_test\.py|unittest|pytest)")
+
+
+def _f(ctx, card, line, code, msg, col=1):
+    return Finding(ctx.rel(card.path), line, col, code, msg)
+
+
+def _content_words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP]
+
+
+def _line_of(section, needle: str) -> int:
+    for number, text in section.body:
+        if needle and needle in text:
+            return number
+    return section.line
+
+
+@rule("P001", "placeholder")
+def placeholder(ctx, card):
+    """A placeholder or an unfilled scaffold comment is left in the card.
+
+    `dossier new` leaves `<!-- dossier: ... -->` comments and empty sections; a card
+    is done when none of them remain. TODO, TBD, FIXME, XXX and lorem ipsum also fire.
+    """
+    fenced = False
+    for number, line in enumerate(card.text.split("\n"), start=1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        m = _PLACEHOLDER.search(line)
+        if m:
+            yield _f(ctx, card, number, "P001", f"placeholder left in card: {m.group(0).strip()!r}", m.start() + 1)
+
+
+@rule("P002", "motivation-restates-title")
+def motivation_restates_title(ctx, card):
+    """The motivation restates the title instead of saying why the PR existed.
+
+    Fires when the motivation adds fewer than 12 content words beyond the title's own.
+    Say what was slow or broken, for whom, and how the author showed it.
+    """
+    sec = card.sections.get("Motivation")
+    if sec is None or card.meta is None:
+        return
+    title_words = set(_content_words(str(card.meta.get("title", ""))))
+    new = [w for w in _content_words(sec.prose()) if w not in title_words]
+    if len(set(new)) < 12:
+        yield _f(ctx, card, sec.line, "P002", "motivation restates the title; say why the PR existed")
+
+
+@rule("P003", "thin-section")
+def thin_section(ctx, card):
+    """A judgement section is too short to be useful (Motivation and Key implementation
+    need 25 words, Validation 15)."""
+    for name, minimum in MIN_WORDS.items():
+        sec = card.sections.get(name)
+        if sec is None or not sec.text:
+            continue
+        words = len(_WORD.findall(_CODE_SPAN.sub(" x ", sec.prose())))
+        if words < minimum:
+            yield _f(ctx, card, sec.line, "P003", f"'{name}' has {words} words (min {minimum})")
+
+
+def _diff_vocabulary(lock: dict) -> set[str]:
+    vocab = set()
+    for f in lock.get("files", []):
+        for path in (f["path"], f.get("old_path") or ""):
+            if not path:
+                continue
+            name = path.rsplit("/", 1)[-1]
+            vocab.update({path.lower(), name.lower(), name.rsplit(".", 1)[0].lower()})
+        vocab.update(s.lower() for s in f.get("symbols", []))
+    return {v for v in vocab if len(v) > 2}
+
+
+@rule("P004", "implementation-names-nothing")
+def implementation_names_nothing(ctx, card):
+    """Key implementation names no file, function, class or constant from the diff.
+
+    The section must point into the change: a touched file, or a symbol the lock
+    recorded (functions and classes in hunk headers and in added/removed definitions).
+    """
+    sec = card.sections.get("Key implementation")
+    lock = ctx.card_lock(card)
+    if sec is None or lock is None or not sec.text:
+        return
+    vocab = _diff_vocabulary(lock)
+    text = sec.text.lower()
+    tokens = set(re.findall(r"[a-z0-9_./-]+", text))
+    if not (tokens & vocab or any(v in text for v in vocab if "/" in v)):
+        yield _f(ctx, card, sec.line, "P004", "implementation names nothing from the diff (no touched file or symbol)")
+
+
+@rule("P005", "validation-names-nothing")
+def validation_names_nothing(ctx, card):
+    """Validation names no lane, test or command.
+
+    Name a lane from `playbook/lanes.yaml`, a test file or test function, or a command
+    in backticks (`python -m ...`, `pytest ...`, a server flag like `--mm-attention-backend`).
+    """
+    sec = card.sections.get("Validation")
+    if sec is None or not sec.text:
+        return
+    text = sec.text
+    lanes = set(ctx.lanes) | set((card.meta or {}).get("lanes") or [])
+    if any(re.search(rf"(?<![\w-]){re.escape(l)}(?![\w-])", text) for l in lanes):
+        return
+    if _TEST_REF.search(text) or _CMD.search(text):
+        return
+    yield _f(ctx, card, sec.line, "P005", "validation names no lane, test or command")
+
+
+def normalize_sentence(sentence: str) -> str:
+    """Sentence shape with paths, code, identifiers and numbers blanked out."""
+    s = _CODE_SPAN.sub(" C ", sentence)
+    s = _PATHLIKE.sub(" P ", s)
+    s = _NUMBER.sub(" N ", s)
+    s = re.sub(r"#\s*N", " N ", s)
+    return " ".join(s.lower().split())
+
+
+def _sentences(card):
+    for name in JUDGEMENT:
+        sec = card.sections.get(name)
+        if sec is None:
+            continue
+        fenced = False
+        for number, line in sec.body:
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+                continue
+            if fenced or line.startswith("#"):
+                continue
+            for part in _SENTENCE_SPLIT.split(line):
+                norm = normalize_sentence(part)
+                if len([w for w in norm.split() if w not in ("c", "p", "n")]) >= 6:
+                    yield name, number, part.strip(), norm
+
+
+def _templated_index(ctx):
+    cached = getattr(ctx, "_templated", None)
+    if cached is None:
+        index = defaultdict(set)
+        for other in ctx.all_cards:
+            for _, _, _, norm in _sentences(other):
+                index[norm].add(ctx.card_id(other))
+        cached = ctx._templated = index
+    return cached
+
+
+@rule("P006", "templated-sentence")
+def templated_sentence(ctx, card):
+    """A sentence is shared with another card with only paths, code or numbers changed.
+
+    Judgement sections are written per PR. A sentence that fits any card says nothing
+    about this one; say what this diff did.
+    """
+    index = _templated_index(ctx)
+    me = ctx.card_id(card)
+    for _, number, raw, norm in _sentences(card):
+        others = sorted(index.get(norm, set()) - {me})
+        if others:
+            yield _f(ctx, card, number, "P006", f"templated sentence also in {', '.join(others[:3])}: {raw[:60]!r}")
+
+
+def _shingles(text: str, k: int = 4) -> set[tuple[str, ...]]:
+    words = normalize_sentence(text).split()
+    return {tuple(words[i:i + k]) for i in range(max(0, len(words) - k + 1))}
+
+
+def _section_index(ctx):
+    cached = getattr(ctx, "_section_shingles", None)
+    if cached is None:
+        cached = {}
+        for other in ctx.all_cards:
+            for name in JUDGEMENT:
+                sec = other.sections.get(name)
+                if sec is not None and sec.prose():
+                    cached[(ctx.card_id(other), name)] = _shingles(sec.prose())
+        ctx._section_shingles = cached
+    return cached
+
+
+@rule("P007", "near-copy-section")
+def near_copy_section(ctx, card):
+    """A judgement section is a near-copy of the same section in another card.
+
+    Fires when half or more of the section's four-word shingles (paths, code and
+    numbers blanked) also appear in one other card's same section.
+    """
+    shingles = _section_index(ctx)
+    me = ctx.card_id(card)
+    by_name = defaultdict(list)
+    for (cid, name), sh in shingles.items():
+        if cid != me:
+            by_name[name].append((cid, sh))
+    for name in JUDGEMENT:
+        mine = shingles.get((me, name))
+        if not mine or len(mine) < 8:
+            continue
+        for cid, theirs in by_name[name]:
+            if len(mine & theirs) >= 0.5 * min(len(mine), len(theirs)) and len(theirs) >= 8:
+                sec = card.sections[name]
+                yield _f(ctx, card, sec.line, "P007", f"'{name}' is a near-copy of {cid}")
+                break

@@ -1,0 +1,168 @@
+"""Structure rules (S): frontmatter, sections, agreement with the lock."""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from ..cards import KINDS, REQUIRED_SECTIONS, STATES
+from .base import Finding, RULES, rule
+
+REQUIRED_KEYS = {
+    "repo": str, "pr": int, "title": str, "state": str, "url": str,
+    "families": list, "kind": str, "lanes": list,
+}
+
+
+def _f(ctx, card, line, code, msg, col=1):
+    return Finding(ctx.rel(card.path), line, col, code, msg)
+
+
+@rule("S001", "frontmatter-invalid")
+def frontmatter_invalid(ctx, card):
+    """Frontmatter is missing, not YAML, not a mapping, or the file is not UTF-8.
+
+    A card starts with `---`, a YAML mapping, and a closing `---`. Without it no other
+    rule can compare the card with its evidence lock.
+    """
+    if card.meta_error:
+        yield _f(ctx, card, 1, "S001", card.meta_error)
+
+
+@rule("S002", "frontmatter-field")
+def frontmatter_field(ctx, card):
+    """A required frontmatter field is missing or has the wrong type.
+
+    Required: repo, pr, title, state, url, families (list), kind, lanes (list).
+    `merged` is required when state is `merged`.
+    """
+    meta = card.meta
+    if meta is None:
+        return
+    for key, typ in REQUIRED_KEYS.items():
+        if key not in meta:
+            yield _f(ctx, card, 1, "S002", f"frontmatter field '{key}' is missing")
+        elif not isinstance(meta[key], typ) or isinstance(meta[key], bool):
+            yield _f(ctx, card, card.key_line(key), "S002",
+                     f"frontmatter field '{key}' must be {typ.__name__}, got {type(meta[key]).__name__}")
+    if meta.get("state") == "merged" and not meta.get("merged"):
+        yield _f(ctx, card, card.key_line("state"), "S002", "state is merged but 'merged' date is missing")
+
+
+@rule("S003", "section-missing")
+def section_missing(ctx, card):
+    """A required section is missing or empty.
+
+    Every card has `## Motivation`, `## Key implementation`, `## Key code excerpts`,
+    `## Reviewed files` and `## Validation`, each with content.
+    """
+    if card.meta is None:
+        return
+    for name in REQUIRED_SECTIONS:
+        sec = card.sections.get(name)
+        if sec is None:
+            yield _f(ctx, card, card.body_start, "S003", f"section '## {name}' is missing")
+        elif not sec.text:
+            yield _f(ctx, card, sec.line, "S003", f"section '## {name}' is empty")
+
+
+def _as_date(value):
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()[:10]
+    return str(value)[:10] if value else None
+
+
+@rule("S004", "lock-disagrees")
+def lock_disagrees(ctx, card):
+    """Frontmatter disagrees with the evidence lock (title, state, dates, url, stats).
+
+    Facts in the frontmatter are copied from the lock by `dossier new`; when one drifts,
+    either the card was edited by hand or the lock was re-fetched. Re-fetch or fix the card.
+    """
+    meta, lock = card.meta, ctx.card_lock(card)
+    if meta is None or lock is None:
+        return
+    pairs = {
+        "title": (meta.get("title"), lock.get("title")),
+        "state": (meta.get("state"), lock.get("state")),
+        "url": (meta.get("url"), lock.get("url")),
+        "merged": (_as_date(meta.get("merged")), _as_date(lock.get("merged"))),
+        "pr": (meta.get("pr"), lock.get("pr")),
+        "repo": (meta.get("repo"), lock.get("repo")),
+    }
+    for key, (mine, theirs) in pairs.items():
+        if key in meta and mine != theirs:
+            yield _f(ctx, card, card.key_line(key), "S004", f"'{key}' is {mine!r} but the lock says {theirs!r}")
+    stats = meta.get("stats")
+    if isinstance(stats, dict):
+        for key, value in stats.items():
+            if lock["stats"].get(key) != value:
+                yield _f(ctx, card, card.key_line("stats"), "S004",
+                         f"stats.{key} is {value!r} but the lock says {lock['stats'].get(key)!r}")
+
+
+@rule("S005", "unknown-value")
+def unknown_value(ctx, card):
+    """Frontmatter names an unknown family, kind or state.
+
+    Families come from `dossier.toml`; kinds and states are fixed vocabularies
+    (see `dossier rule S005`).
+    """
+    meta = card.meta
+    if meta is None:
+        return
+    for fam in meta.get("families") or []:
+        if fam not in ctx.config.families:
+            yield _f(ctx, card, card.key_line("families"), "S005", f"unknown family '{fam}'")
+    if meta.get("kind") and meta["kind"] not in KINDS:
+        yield _f(ctx, card, card.key_line("kind"), "S005", f"unknown kind '{meta['kind']}' (one of {', '.join(KINDS)})")
+    if meta.get("state") and meta["state"] not in STATES:
+        yield _f(ctx, card, card.key_line("state"), "S005", f"unknown state '{meta['state']}'")
+
+
+@rule("S006", "card-path")
+def card_path(ctx, card):
+    """The card's path does not match its repo and PR (`references/cards/<repo>/<pr>.md`)."""
+    meta = card.meta
+    if meta is None:
+        return
+    if card.path.parent.name not in ctx.config.repos:
+        yield _f(ctx, card, 1, "S006", f"folder '{card.path.parent.name}' is not a registered repo")
+    if meta.get("repo") and meta["repo"] != card.path.parent.name:
+        yield _f(ctx, card, card.key_line("repo"), "S006", f"repo '{meta['repo']}' but the card lives under '{card.path.parent.name}/'")
+    if meta.get("pr") is not None and str(meta.get("pr")) != card.path.stem:
+        yield _f(ctx, card, card.key_line("pr"), "S006", f"pr {meta['pr']} but the file is named {card.path.name}")
+
+
+@rule("S007", "suppression")
+def suppression(ctx, card):
+    """A `noqa` suppression has no written reason or names an unknown rule.
+
+    Suppress a rule for one card with `noqa: {P006: "why this card is the exception"}`;
+    the reason must be a sentence (at least 15 characters).
+    """
+    meta = card.meta
+    if meta is None or "noqa" not in meta:
+        return
+    noqa = meta["noqa"]
+    line = card.key_line("noqa")
+    if not isinstance(noqa, dict):
+        yield _f(ctx, card, line, "S007", "noqa must map rule codes to reasons")
+        return
+    for code, reason in noqa.items():
+        if code not in RULES:
+            yield _f(ctx, card, line, "S007", f"noqa names unknown rule {code}")
+        elif not isinstance(reason, str) or len(reason.strip()) < 15:
+            yield _f(ctx, card, line, "S007", f"noqa {code} needs a written reason (15+ characters)")
+
+
+@rule("S008", "lock-missing")
+def lock_missing(ctx, card):
+    """The card has no readable evidence lock.
+
+    Every card needs `references/evidence/<repo>/<pr>.json`, written by `dossier fetch`.
+    """
+    if card.meta is None or not card.path.stem.isdigit():
+        return
+    lock, error = ctx.lock_for(card.path.parent.name, int(card.path.stem))
+    if lock is None:
+        yield _f(ctx, card, 1, "S008", error)
