@@ -1,0 +1,65 @@
+"""Shared fixtures: tiny git repositories and throwaway knowledge bases (no network)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def git(cwd: Path, *args: str, **kw) -> str:
+    env = {"GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "T",
+           "GIT_COMMITTER_EMAIL": "t@e", "GIT_AUTHOR_DATE": "2026-01-02T03:04:05Z",
+           "GIT_COMMITTER_DATE": "2026-01-02T03:04:05Z", "PATH": "/usr/bin:/bin:/usr/local/bin",
+           "HOME": str(cwd)}
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env, **kw).stdout.decode()
+
+
+class UpstreamRepo:
+    """A small upstream-like repository with squash and merge commits."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.mkdir(parents=True)
+        git(path, "init", "-q", "-b", "main")
+
+    def write(self, rel: str, content: str | bytes) -> None:
+        p = self.path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            p.write_bytes(content)
+        else:
+            p.write_text(content, encoding="utf-8")
+
+    def commit(self, subject: str) -> str:
+        git(self.path, "add", "-A")
+        git(self.path, "commit", "-q", "--allow-empty", "-m", subject)
+        return git(self.path, "rev-parse", "HEAD").strip()
+
+    def run(self, *args: str) -> str:
+        return git(self.path, *args)
+
+
+@pytest.fixture
+def upstream(tmp_path) -> UpstreamRepo:
+    return UpstreamRepo(tmp_path / "upstream")
+
+
+@pytest.fixture
+def kb(tmp_path) -> Path:
+    """An empty knowledge base with the shipped registry and lane registry."""
+    root = tmp_path / "kb"
+    root.mkdir()
+    shutil.copy(ROOT / "dossier.toml", root / "dossier.toml")
+    (root / "playbook").mkdir()
+    shutil.copy(ROOT / "playbook" / "lanes.yaml", root / "playbook" / "lanes.yaml")
+    return root
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return ROOT
