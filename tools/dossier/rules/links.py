@@ -21,3 +21,46 @@ def card_unknown_symptom(ctx, card):
     for sid in meta.get("symptoms") or []:
         if sid not in ctx.playbook_ids:
             yield Finding(ctx.rel(card.path), card.key_line("symptoms"), 1, "L002", f"unknown playbook symptom '{sid}'")
+
+
+@rule("L020", "trace-exclusion", scope="project")
+def trace_exclusion(ctx):
+    """A trace exclusion is malformed, has no reason, repeats, or excludes a PR that has a card.
+
+    `references/trace-exclusions.yaml` lists PRs that a family glob catches but that are
+    off-lane (a lint sweep, a CI rename, another model's change). Each needs repo, pr and
+    a reason of at least a few words, so nothing is dropped silently.
+    """
+    import yaml
+
+    from ..trace import EXCLUSIONS
+
+    path = ctx.root / EXCLUSIONS
+    if not path.exists():
+        return
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        yield Finding(EXCLUSIONS, (mark.line + 1) if mark else 1, 1, "L020", f"invalid YAML: {getattr(exc, 'problem', exc)}")
+        return
+    if root is None:
+        return
+    if not isinstance(root, yaml.SequenceNode):
+        yield Finding(EXCLUSIONS, 1, 1, "L020", "exclusions must be a list of {repo, pr, reason}")
+        return
+    seen = set()
+    for node in root.value:
+        line = node.start_mark.line + 1
+        entry = yaml.safe_load(yaml.serialize(node)) if isinstance(node, yaml.MappingNode) else None
+        if not isinstance(entry, dict) or not {"repo", "pr"} <= set(entry):
+            yield Finding(EXCLUSIONS, line, 1, "L020", "exclusion needs repo and pr")
+            continue
+        key = (str(entry["repo"]), entry["pr"])
+        if len(str(entry.get("reason") or "").split()) < 3:
+            yield Finding(EXCLUSIONS, line, 1, "L020", f"{key[0]}#{key[1]} needs a reason of at least three words")
+        if key in seen:
+            yield Finding(EXCLUSIONS, line, 1, "L020", f"{key[0]}#{key[1]} is listed twice")
+        seen.add(key)
+        if f"{key[0]}/{key[1]}" in ctx.card_ids:
+            yield Finding(EXCLUSIONS, line, 1, "L020", f"{key[0]}#{key[1]} has a card; it cannot also be excluded")
