@@ -28,10 +28,13 @@ class Context:
         return self.config.root
 
     def rel(self, path: Path) -> str:
-        try:
-            return str(path.resolve().relative_to(self.root))
-        except ValueError:
-            return str(path)
+        cache = self.__dict__.setdefault("_rel", {})
+        if path not in cache:
+            try:
+                cache[path] = str(path.resolve().relative_to(self.root))
+            except ValueError:
+                cache[path] = str(path)
+        return cache[path]
 
     def all_card_paths(self) -> list[Path]:
         return sorted(self.config.cards_dir.glob("*/*.md"))

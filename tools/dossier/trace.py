@@ -11,7 +11,6 @@ from .config import Config
 from .errors import DossierError
 from .evidence import line_hash, load_lock
 from .fsio import read_text
-from .gitsource import History, open_clone, pr_from_subject
 
 EXCLUSIONS = "references/trace-exclusions.yaml"
 LIVE_THRESHOLD = 0.8
@@ -54,6 +53,8 @@ def load_exclusions(root: Path) -> dict[tuple[str, int], str]:
 
 def trace(config: Config, repo: str, clone: str, families: list[str], ref: str = "HEAD",
           live: bool = False) -> list[TraceRow]:
+    from .gitsource import History, open_clone, pr_from_subject
+
     config.repo(repo)
     for name in families:
         if name not in config.families:
@@ -86,7 +87,7 @@ def trace(config: Config, repo: str, clone: str, families: list[str], ref: str =
     return rows
 
 
-def liveness(config: Config, history: History, repo: str, pr: int) -> dict:
+def liveness(config: Config, history, repo: str, pr: int) -> dict:
     """How much of what the PR added still stands in the clone's HEAD."""
     lock = load_lock(config.lock_path(repo, pr))
     total = found = 0

@@ -148,6 +148,13 @@ def normalize_sentence(sentence: str) -> str:
 
 
 def _sentences(card):
+    cached = card.__dict__.get("_sentences")
+    if cached is None:
+        cached = card.__dict__["_sentences"] = list(_iter_sentences(card))
+    return cached
+
+
+def _iter_sentences(card):
     for name in JUDGEMENT:
         sec = card.sections.get(name)
         if sec is None:
@@ -191,22 +198,45 @@ def templated_sentence(ctx, card):
             yield _f(ctx, card, number, "P006", f"templated sentence also in {', '.join(others[:3])}: {raw[:60]!r}")
 
 
-def _shingles(text: str, k: int = 4) -> set[tuple[str, ...]]:
-    words = normalize_sentence(text).split()
-    return {tuple(words[i:i + k]) for i in range(max(0, len(words) - k + 1))}
+def _section_shingles(card, k: int = 4) -> dict[str, set]:
+    """Four-word shingles per judgement section, from the already-normalized sentences."""
+    words: dict[str, list[str]] = defaultdict(list)
+    for name, _, _, norm in _sentences(card):
+        words[name].extend(norm.split())
+    return {name: {tuple(w[i:i + k]) for i in range(max(0, len(w) - k + 1))} for name, w in words.items()}
 
 
-def _section_index(ctx):
-    cached = getattr(ctx, "_section_shingles", None)
-    if cached is None:
-        cached = {}
-        for other in ctx.all_cards:
-            for name in JUDGEMENT:
-                sec = other.sections.get(name)
-                if sec is not None and sec.prose():
-                    cached[(ctx.card_id(other), name)] = _shingles(sec.prose())
-        ctx._section_shingles = cached
-    return cached
+def _near_copies(ctx) -> dict[tuple[str, str], str]:
+    """(card id, section) -> id of a card whose same section it nearly copies.
+
+    An inverted index from shingle to sections keeps this linear in practice:
+    only sections that share shingles are ever compared.
+    """
+    cached = getattr(ctx, "_near_copies", None)
+    if cached is not None:
+        return cached
+    shingles = {}
+    postings: dict[tuple, list] = defaultdict(list)
+    for other in ctx.all_cards:
+        cid = ctx.card_id(other)
+        for name, sh in _section_shingles(other).items():
+            if len(sh) >= 8:
+                shingles[(cid, name)] = sh
+                for s in sh:
+                    postings[(name, s)].append(cid)
+    result = {}
+    for (cid, name), sh in shingles.items():
+        overlap: dict[str, int] = defaultdict(int)
+        for s in sh:
+            for other in postings[(name, s)]:
+                if other != cid:
+                    overlap[other] += 1
+        for other, n in sorted(overlap.items()):
+            if n >= 0.5 * min(len(sh), len(shingles[(other, name)])):
+                result[(cid, name)] = other
+                break
+    ctx._near_copies = result
+    return result
 
 
 @rule("P007", "near-copy-section")
@@ -216,18 +246,9 @@ def near_copy_section(ctx, card):
     Fires when half or more of the section's four-word shingles (paths, code and
     numbers blanked) also appear in one other card's same section.
     """
-    shingles = _section_index(ctx)
+    copies = _near_copies(ctx)
     me = ctx.card_id(card)
-    by_name = defaultdict(list)
-    for (cid, name), sh in shingles.items():
-        if cid != me:
-            by_name[name].append((cid, sh))
     for name in JUDGEMENT:
-        mine = shingles.get((me, name))
-        if not mine or len(mine) < 8:
-            continue
-        for cid, theirs in by_name[name]:
-            if len(mine & theirs) >= 0.5 * min(len(mine), len(theirs)) and len(theirs) >= 8:
-                sec = card.sections[name]
-                yield _f(ctx, card, sec.line, "P007", f"'{name}' is a near-copy of {cid}")
-                break
+        other = copies.get((me, name))
+        if other:
+            yield _f(ctx, card, card.sections[name].line, "P007", f"'{name}' is a near-copy of {other}")
