@@ -149,8 +149,10 @@ def classify_file(path: str) -> str:
     if low.startswith(("docs/", "docs_new/")) or low.endswith((".md", ".mdx", ".rst")):
         return "Docs"
     name = low.rsplit("/", 1)[-1]
+    if name in ("run_suite.py", "ci_install_dependency.sh"):
+        return "CI"
     if low.startswith(("test/", "tests/")) or "/tests/" in low or name.startswith("test_") or name.endswith("_test.py") or "benchmark" in low:
         return "Tests"
-    if low.startswith((".github/",)) or name in ("ci_install_dependency.sh",):
+    if low.startswith((".github/",)) or name in ("ci_install_dependency.sh", "run_suite.py"):
         return "CI"
     return "Runtime"

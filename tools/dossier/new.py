@@ -19,12 +19,27 @@ _ENV = jinja2.Environment(
 )
 
 
+_KIND_WORDS = (
+    ("revert", ("revert",)),
+    ("bugfix", ("fix", "bug", "hang", "crash", "error")),
+    ("perf", ("optimi", "faster", "speed", "perf", "reduce", "latency", "throughput", "memory")),
+    ("hardware", ("[npu]", "[cpu]", "[amd]", "rocm", "ascend", "aiter", "xpu")),
+    ("new-model", ("support qwen", "model:", "add model")),
+    ("refactor", ("refactor", "move ", "cleanup", "rename")),
+)
+
+
 def _guess_kind(lock: dict) -> str:
+    """A first guess for the writer to confirm; the title words decide, then the files."""
     groups = {classify_file(f["path"]) for f in lock["files"]}
     if groups and groups <= {"Docs"}:
         return "docs"
     if groups and groups <= {"CI", "Tests"}:
         return "ci"
+    title = lock.get("title", "").lower()
+    for kind, words in _KIND_WORDS:
+        if any(w in title for w in words):
+            return kind
     return "feature"
 
 

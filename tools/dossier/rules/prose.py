@@ -10,7 +10,7 @@ from .base import Finding, rule
 JUDGEMENT = ("Motivation", "Key implementation", "Validation", "Risk")
 MIN_WORDS = {"Motivation": 25, "Key implementation": 25, "Validation": 15}
 _PLACEHOLDER = re.compile(
-    r"\b(TODO|TBD|FIXME|XXX|lorem ipsum|WRITE ME|fill (?:me|in)|placeholder)\b|<fill[^>]*>|<!--\s*dossier:|^\s*\.\.\.\s*$",
+    r"\b(TODO|TBD|FIXME|XXX|lorem ipsum|WRITE ME|fill (?:me|in) later)\b|<fill[^>]*>|<!--\s*dossier:|^\s*\.\.\.\s*$",
     re.IGNORECASE | re.MULTILINE,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
