@@ -1,0 +1,67 @@
+"""mkdocs hook: add the knowledge base's pages as generated files at build time.
+
+Pages come from `dossier.site`, which reads the same cards, locks, playbook,
+lanes and rules as the skill and `dossier check`; nothing is written to git.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+from dossier.config import find_root, load_config
+from dossier.site import build_site
+
+COVERAGE_MARK = "<!-- dossier:coverage -->"
+_state: dict = {}
+
+
+def on_config(config):
+    root = find_root(Path(config.config_file_path).parent)
+    pages, coverage = build_site(load_config(root))
+    _state.update(pages=pages, coverage=coverage)
+    if not config.nav:
+        config.nav = _nav(pages)
+    return config
+
+
+def on_files(files, config):
+    for path, text in sorted(_state["pages"].items()):
+        if files.get_file_from_path(path) is None:
+            files.append(File.generated(config, path, content=text))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    if page.file.src_uri == "index.md":
+        return markdown.replace(COVERAGE_MARK, _state["coverage"])
+    return markdown
+
+
+def _newest_first(path: str):
+    stem = Path(path).stem
+    return (0, -int(stem), path) if stem.isdigit() else (1, 0, path)
+
+
+def _nav(pages: dict[str, str]) -> list:
+    def under(prefix: str) -> list[str]:
+        index = f"{prefix}/index.md"
+        rest = sorted(p for p in pages if p.startswith(prefix + "/") and p != index and p.count("/") == prefix.count("/") + 1)
+        return [index, *rest]
+
+    cards = ["cards/index.md"]
+    for repo in sorted({p.split("/")[1] for p in pages if p.startswith("cards/") and p.count("/") == 2}):
+        mine = [p for p in pages if p.startswith(f"cards/{repo}/")]
+        cards.append({repo: sorted(mine, key=_newest_first)})
+    nav = [
+        {"Home": "index.md"},
+        {"Playbook": under("playbook")},
+        {"Families": under("families")},
+        {"Cards": cards},
+        {"Lanes": under("lanes")},
+    ]
+    if "radar.md" in pages:
+        nav.append({"Radar": "radar.md"})
+    nav.append({"Check": ["check/index.md", {"Rules": under("check/rules")}]})
+    return nav

@@ -1,0 +1,241 @@
+"""The mkdocs site builds with --strict and has a page for every card, family, entry, lane and rule."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dossier.config import load_config
+from dossier.context import Context
+from dossier.fetch import lock_from_diff
+from dossier.playbook import load_entries
+from dossier.rules import RULES
+from dossier.site import Site, slug
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE_FILES = ("mkdocs.yml", "docs", "docs_hooks")
+
+DIFF = """\
+diff --git a/python/sglang/srt/models/qwen2_5_vl.py b/python/sglang/srt/models/qwen2_5_vl.py
+--- a/python/sglang/srt/models/qwen2_5_vl.py
++++ b/python/sglang/srt/models/qwen2_5_vl.py
+@@ -10,3 +10,6 @@ class Qwen2_5_VisionTransformer:
+     def forward(self, x):
+-        return self.blocks(x)
++        return fused_window_attention(self.blocks, x)
++
++def fused_window_attention(blocks, x):
++    return blocks(x)
+ 
+"""
+
+CARD = """\
+---
+repo: sglang
+pr: 101
+title: "Fuse window attention in the Qwen2.5-VL vision tower"
+state: merged
+merged: 2026-01-02
+url: https://github.com/sgl-project/sglang/pull/101
+stats: {files: 1, additions: 4, deletions: 1}
+families: [qwen2.5-vl]
+kind: perf
+symptoms: [slow-vit]
+lanes: [vl-single-image]
+---
+
+# Fuse window attention in the Qwen2.5-VL vision tower
+
+## Motivation
+
+The vision tower spent most of its prefill time in per-window attention calls.
+
+## Key implementation
+
+`Qwen2_5_VisionTransformer.forward` now calls `fused_window_attention`; see [the playbook](../../playbook.md),
+[a sibling card](101.md) and [a missing file](../../nowhere.md).
+
+## Key code excerpts
+
+### `python/sglang/srt/models/qwen2_5_vl.py` `@@ -10,3 +10,6 @@`
+
+```
+-        return self.blocks(x)
++        return fused_window_attention(self.blocks, x)
++def fused_window_attention(blocks, x):
+```
+
+## Reviewed files
+
+### Runtime
+
+- `python/sglang/srt/models/qwen2_5_vl.py`
+
+## Validation
+
+Run the `vl-single-image` lane and compare time to first token.
+"""
+
+PLAYBOOK = {"entries": [{
+    "id": "slow-vit", "symptom": "Image requests have a slow first token on Qwen2.5-VL",
+    "sublane": "vision-encoder", "cards": ["sglang/101"], "lanes": ["vl-single-image"],
+    "knobs": ["--mm-attention-backend fa3"], "measure": ["TTFT"],
+}]}
+
+
+def make_site_kb(root: Path) -> Path:
+    """A knowledge base with one card, its lock, one playbook entry, and the site config."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "dossier.toml", root / "dossier.toml")
+    (root / "playbook").mkdir(exist_ok=True)
+    shutil.copy(ROOT / "playbook" / "lanes.yaml", root / "playbook" / "lanes.yaml")
+    for name in SITE_FILES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, root / name)
+    config = load_config(root)
+    lock_from_diff(config, "sglang", 101, DIFF.encode(), "Fuse window attention in the Qwen2.5-VL vision tower",
+                   "merged", "2026-01-02")
+    card = config.card_path("sglang", 101)
+    card.parent.mkdir(parents=True)
+    card.write_text(CARD, encoding="utf-8")
+    (root / "playbook" / "symptoms.yaml").write_text(yaml.safe_dump(PLAYBOOK), encoding="utf-8")
+    return root
+
+
+def build_site(root: Path, out: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+                          cwd=root, capture_output=True, text=True, env=env, timeout=300)
+
+
+def text_of(page: str) -> str:
+    """Visible text of an HTML page (tags dropped, entities decoded)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def expected_pages(root: Path) -> set[str]:
+    """Every page the site must have, computed from the sources."""
+    config = load_config(root)
+    ctx = Context(config)
+    pages = {"index.html", "cards/index.html", "families/index.html", "playbook/index.html",
+             "lanes/index.html", "check/index.html", "check/rules/index.html"}
+    pages |= {f"cards/{p.parent.name}/{p.stem}.html" for p in ctx.all_card_paths()}
+    pages |= {f"families/{slug(name)}.html" for name in config.families}
+    pages |= {f"playbook/{slug(e['id'])}.html" for e in load_entries(root) if "id" in e}
+    pages |= {f"lanes/{slug(lane)}.html" for lane in ctx.lanes}
+    pages |= {f"check/rules/{code}.html" for code in RULES}
+    if (root / "references" / "radar.md").exists():
+        pages.add("radar.html")
+    return pages
+
+
+@pytest.fixture(scope="module")
+def real_site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    res = build_site(ROOT, out)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return out
+
+
+def test_real_site_has_a_page_for_everything(real_site):
+    missing = sorted(p for p in expected_pages(ROOT) if not (real_site / p).is_file())
+    assert not missing, f"pages missing from the site: {missing}"
+    assert (real_site / "search" / "search_index.js").is_file(), "offline search index missing"
+
+
+def test_real_home_counts_come_from_the_tree(real_site):
+    home = (real_site / "index.html").read_text(encoding="utf-8")
+    n_cards = len(Context(load_config(ROOT)).all_card_paths())
+    assert f'<a href="cards/index.html">Cards</a></td>\n<td style="text-align: right;">{n_cards}</td>' in home
+
+
+def test_rule_pages_carry_the_registry_text(real_site):
+    for code, r in RULES.items():
+        html = (real_site / "check" / "rules" / f"{code}.html").read_text(encoding="utf-8")
+        assert r.name in html and r.family in html
+    check = text_of((real_site / "check" / "index.html").read_text(encoding="utf-8"))
+    for needle in ("::error file=references/cards/sglang/16366.md,line=42", '"code": "G001"',
+                   "references/cards/sglang/16366.md:42:1: G001", "Tool error"):
+        assert needle in check
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory) -> tuple[Path, Path]:
+    base = tmp_path_factory.mktemp("tiny")
+    root = make_site_kb(base / "kb")
+    out = base / "site"
+    res = build_site(root, out)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return root, out
+
+
+def test_tiny_site_pages(tiny):
+    root, out = tiny
+    missing = sorted(p for p in expected_pages(root) if not (out / p).is_file())
+    assert not missing
+    assert "cards/sglang/101.html" in expected_pages(root)
+    assert not (root / "docs" / "cards").exists(), "pages must be generated at build time, not written to docs/"
+
+
+def test_card_page_facts_diff_and_backlinks(tiny):
+    _, out = tiny
+    html = (out / "cards" / "sglang" / "101.html").read_text(encoding="utf-8")
+    assert "repo: sglang" not in html, "frontmatter must be shown as a table, not raw"
+    assert '<a href="https://github.com/sgl-project/sglang/pull/101">sglang#101</a>' in html
+    assert 'class="language-diff highlight"' in html and 'class="gi"' in html and 'class="gd"' in html
+    assert 'href="../../playbook/slow-vit.html"' in html, "backlink to the citing playbook entry"
+    assert 'href="../../lanes/vl-single-image.html"' in html, "link to the lane the card names"
+    assert 'href="../../families/qwen2.5-vl.html"' in html
+    assert 'href="../../playbook/index.html"' in html, "card link to references/playbook.md re-pointed"
+    assert "nowhere.md" not in html and "a missing file" in html, "unknown link kept as text"
+    assert "pull/101/files#diff-" in html
+    assert "fused_window_attention" in html
+
+
+def test_family_lane_and_entry_pages_link_the_card(tiny):
+    _, out = tiny
+    family = (out / "families" / "qwen2.5-vl.html").read_text(encoding="utf-8")
+    assert 'href="../cards/sglang/101.html"' in family
+    assert "python/sglang/srt/models/qwen2_5_vl.py" in family
+    empty = (out / "families" / "qwen3-asr.html").read_text(encoding="utf-8")
+    assert "No cards yet." in empty
+    lane = (out / "lanes" / "vl-single-image.html").read_text(encoding="utf-8")
+    assert "python playbook/lanes/vl_image.py --images 1 --dry-run" in text_of(lane)
+    assert 'href="../cards/sglang/101.html"' in lane and 'href="../playbook/slow-vit.html"' in lane
+    entry = (out / "playbook" / "slow-vit.html").read_text(encoding="utf-8")
+    assert 'href="../cards/sglang/101.html"' in entry and "--mm-attention-backend fa3" in text_of(entry)
+    home = (out / "index.html").read_text(encoding="utf-8")
+    assert '<a href="playbook/index.html">Playbook entries</a></td>\n<td style="text-align: right;">1</td>' in home
+
+
+def test_site_handles_an_empty_playbook_and_no_cards(tmp_path):
+    root = make_site_kb(tmp_path / "kb")
+    shutil.rmtree(root / "references" / "cards")
+    (root / "playbook" / "symptoms.yaml").unlink()
+    site = Site(load_config(root))
+    pages = site.render()
+    assert not [p for p in pages if p.startswith("cards/sglang/")]
+    assert "No playbook entries yet." in pages["playbook/index.md"]
+    res = build_site(root, tmp_path / "site")
+    assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_shipped_playbook_markdown_becomes_the_playbook_page(tmp_path):
+    root = make_site_kb(tmp_path / "kb")
+    (root / "references" / "playbook.md").write_text(
+        "# Playbook\n\nSee [card 101](cards/sglang/101.md) and [history](pr-history.md).\n", encoding="utf-8")
+    page = Site(load_config(root)).render()["playbook/index.md"]
+    assert "[card 101](../cards/sglang/101.md)" in page
+    assert "[history](../cards/index.md)" in page
+    assert "[slow-vit](slow-vit.md)" in page, "entries are listed after the shipped text"
