@@ -88,3 +88,14 @@ def test_exclusion_rule(kb):
     assert "has a card" in _l020(kb)[0].message
     path.write_text("- repo: [sglang\n")
     assert "invalid YAML" in _l020(kb)[0].message
+
+
+def test_family_glob_matching_nothing(kb):
+    trees = kb / "references/trees"
+    trees.mkdir(parents=True)
+    (trees / "sglang.txt").write_text("# listed from abc\npython/sglang/srt/models/qwen3_vl.py\n")
+    found = run_check(Context(load_config(kb)), select=["L030"])
+    globs = {f.message.split("'")[1] for f in found}
+    assert "python/sglang/srt/models/qwen3_vl.py" not in globs
+    assert "python/sglang/srt/models/qwen3_asr.py" in globs
+    assert all(f.path == "dossier.toml" and f.line > 1 for f in found)

@@ -64,3 +64,28 @@ def trace_exclusion(ctx):
         seen.add(key)
         if f"{key[0]}/{key[1]}" in ctx.card_ids:
             yield Finding(EXCLUSIONS, line, 1, "L020", f"{key[0]}#{key[1]} has a card; it cannot also be excluded")
+
+
+@rule("L030", "family-glob-matches-nothing", scope="project")
+def family_glob_matches_nothing(ctx):
+    """A family glob in dossier.toml matches no file that a tree listing or lock knows.
+
+    Globs drift when upstream moves files; a glob that matches nothing silently drops
+    PRs from `dossier trace`. Checked only for repos that have a tree listing under
+    references/trees/.
+    """
+    from ..config import CONFIG_NAME, glob_match
+
+    if ctx.card_paths is not None:
+        return
+    known = ctx.known_files
+    trees = ctx.root / "references" / "trees"
+    lines = (ctx.root / CONFIG_NAME).read_text(encoding="utf-8").split("\n")
+    for fam in ctx.config.families.values():
+        for repo, globs in fam.globs.items():
+            if not (trees / f"{repo}.txt").exists():
+                continue
+            for g in globs:
+                if not any(glob_match(p, g) for p in known.get(repo, ())):
+                    line = next((i for i, l in enumerate(lines, 1) if f'"{g}"' in l), 1)
+                    yield Finding(CONFIG_NAME, line, 1, "L030", f"{fam.name} glob {g!r} matches no known {repo} file")
