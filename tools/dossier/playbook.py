@@ -1,13 +1,75 @@
-"""The playbook: symptom -> files -> cards -> lanes, stored as YAML under playbook/."""
+"""The playbook: symptom -> files -> cards -> lanes, stored as YAML under playbook/.
+
+Entries are loaded with the line of every key and list item, so check rules can
+point at the exact line of a bad card id, lane or file.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
 from .errors import DossierError
 from .fsio import read_text
+
+# Sub-lanes in display order: id -> title. One YAML file per sub-lane under playbook/symptoms/.
+SUBLANES: dict[str, str] = {
+    "image": "Single and multi-image",
+    "video": "Video: raw file/URL and processor output",
+    "long-video": "Long video, chunked prefill and the multimodal cache",
+    "encoder-parallel": "Encoder DP, pipeline parallel and EPD disaggregation",
+    "vit": "ViT attention backends and ViT CUDA graphs",
+    "mrope": "mRoPE and position ids",
+    "deepstack": "DeepStack and speculative decoding",
+    "omni-thinker": "Qwen3-Omni audio, video and audio-in-video",
+    "asr-offline": "Qwen3-ASR offline transcription",
+    "asr-streaming": "Qwen3-ASR HTTP and websocket streaming",
+    "omni-speech": "sglang-omni speech: first audio, code2wav, encoder batching, CUDA graphs",
+    "amd": "AMD (ROCm, AITER)",
+    "npu": "Ascend NPU",
+    "cpu": "CPU (Intel AMX)",
+}
+REQUIRED = ("id", "symptom", "sublane", "measure")
+LIST_FIELDS = ("look", "cards", "knobs", "lanes", "aliases", "prs")
+
+
+@dataclass
+class Problem:
+    """Something wrong with a playbook file, with the line it sits on."""
+
+    path: str
+    line: int
+    message: str
+
+
+@dataclass
+class Playbook:
+    entries: list[dict] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+class _LineLoader(yaml.SafeLoader):
+    """Safe loader that records, on every mapping, the line of the mapping, of each
+    key's value (`_lines`) and of each item of a list value (`_item_lines`)."""
+
+
+def _construct_mapping(loader, node, deep=False):
+    mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=True)
+    lines, items = {}, {}
+    for key_node, value_node in node.value:
+        key = key_node.value
+        lines[key] = key_node.start_mark.line + 1
+        if isinstance(value_node, yaml.SequenceNode):
+            items[key] = [child.start_mark.line + 1 for child in value_node.value]
+    mapping["_line"] = node.start_mark.line + 1
+    mapping["_lines"] = lines
+    mapping["_item_lines"] = items
+    return mapping
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def playbook_files(root: Path) -> list[Path]:
@@ -20,16 +82,125 @@ def playbook_files(root: Path) -> list[Path]:
     return files
 
 
-def load_entries(root: Path) -> list[dict]:
-    entries: list[dict] = []
+def line_of(entry: dict, key: str, index: int | None = None) -> int:
+    """Line of entry[key] (or of its index-th list item); the entry's line as a fallback."""
+    if index is not None:
+        items = entry.get("_item_lines", {}).get(key) or []
+        if index < len(items):
+            return items[index]
+    return entry.get("_lines", {}).get(key, entry.get("_line", 1))
+
+
+def load(root: Path) -> Playbook:
+    """Every entry of every playbook file, plus the problems found while reading them."""
+    book = Playbook()
+    seen: dict[str, str] = {}
     for path in playbook_files(root):
+        rel = str(path.relative_to(root))
         try:
-            data = yaml.safe_load(read_text(path))
+            data = yaml.load(read_text(path), Loader=_LineLoader)  # noqa: S506 - safe subclass
+        except DossierError as exc:
+            book.problems.append(Problem(rel, 1, str(exc).split(": ", 1)[-1]))
+            continue
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            raise DossierError(f"{path}:{(mark.line + 1) if mark else 1}: invalid YAML") from None
-        for entry in (data or {}).get("entries", []) if isinstance(data, dict) else []:
-            if isinstance(entry, dict):
-                entry.setdefault("_file", str(path.relative_to(root)))
-                entries.append(entry)
-    return entries
+            book.problems.append(Problem(rel, (mark.line + 1) if mark else 1,
+                                         f"invalid YAML: {getattr(exc, 'problem', None) or exc}"))
+            continue
+        if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+            book.problems.append(Problem(rel, 1, "a playbook file is a mapping with an `entries:` list"))
+            continue
+        for i, entry in enumerate(data["entries"]):
+            if not isinstance(entry, dict):
+                line = line_of(data, "entries", i)
+                book.problems.append(Problem(rel, line, "an entry must be a mapping"))
+                continue
+            entry["_file"] = rel
+            book.problems.extend(_validate(rel, entry, seen))
+            book.entries.append(entry)
+    return book
+
+
+def _validate(rel: str, entry: dict, seen: dict[str, str]) -> list[Problem]:
+    out = []
+    here = entry.get("_line", 1)
+    for key in REQUIRED:
+        value = entry.get(key)
+        if not isinstance(value, str) or not value.strip():
+            out.append(Problem(rel, line_of(entry, key) if key in entry else here, f"entry lacks `{key}` (a non-empty string)"))
+    for key in LIST_FIELDS:
+        if key in entry and not isinstance(entry[key], list):
+            out.append(Problem(rel, line_of(entry, key), f"`{key}` must be a list"))
+    eid = entry.get("id")
+    if isinstance(eid, str):
+        if not _kebab(eid):
+            out.append(Problem(rel, line_of(entry, "id"), f"id '{eid}' is not kebab-case"))
+        if eid in seen:
+            out.append(Problem(rel, line_of(entry, "id"), f"duplicate id '{eid}' (first in {seen[eid]})"))
+        else:
+            seen[eid] = rel
+    sub = entry.get("sublane")
+    if isinstance(sub, str) and sub not in SUBLANES:
+        out.append(Problem(rel, line_of(entry, "sublane"), f"unknown sublane '{sub}' (known: {', '.join(SUBLANES)})"))
+    for i, look in enumerate(entry.get("look") or [] if isinstance(entry.get("look"), list) else []):
+        if not isinstance(look, dict) or not look.get("repo") or not look.get("file"):
+            out.append(Problem(rel, line_of(entry, "look", i), "each `look` item needs `repo` and `file`"))
+        elif "symbols" in look and not isinstance(look["symbols"], list):
+            out.append(Problem(rel, line_of(look, "symbols"), "`symbols` must be a list"))
+    for i, pr in enumerate(entry.get("prs") or [] if isinstance(entry.get("prs"), list) else []):
+        if not isinstance(pr, dict) or not pr.get("repo") or not isinstance(pr.get("pr"), int):
+            out.append(Problem(rel, line_of(entry, "prs", i), "each `prs` item needs `repo` and an integer `pr`"))
+    return out
+
+
+def _kebab(text: str) -> bool:
+    import re
+
+    return bool(re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", text))
+
+
+def load_entries(root: Path) -> list[dict]:
+    """Entries of every readable playbook file (problems are left to `dossier check`)."""
+    return load(root).entries
+
+
+def clean(entry: dict) -> dict:
+    """The entry without the line bookkeeping, for rendering and JSON."""
+    if isinstance(entry, dict):
+        return {k: clean(v) for k, v in entry.items() if not k.startswith("_")}
+    if isinstance(entry, list):
+        return [clean(v) for v in entry]
+    return entry
+
+
+def _with_defaults(entry: dict) -> dict:
+    """Fill optional fields so the template can stay strict about typos."""
+    for key in LIST_FIELDS:
+        if not isinstance(entry.get(key), list):
+            entry[key] = []
+    for key in REQUIRED:
+        entry.setdefault(key, "")
+    entry["look"] = [{"symbols": [], "why": "", **l} for l in entry["look"] if isinstance(l, dict)]
+    entry["prs"] = [{"note": "", **p} for p in entry["prs"] if isinstance(p, dict)]
+    return entry
+
+
+def render_markdown(ctx) -> str:
+    """references/playbook.md, grouped by sub-lane in SUBLANES order."""
+    from .build import _ENV
+
+    entries = [_with_defaults(clean(e)) for e in load(ctx.root).entries]
+    existing = ctx.card_ids
+    groups = []
+    for sub, title in SUBLANES.items():
+        mine = [e for e in entries if e.get("sublane") == sub]
+        if mine:
+            groups.append({"id": sub, "title": title, "entries": mine})
+    others = [e for e in entries if e.get("sublane") not in SUBLANES]
+    if others:
+        groups.append({"id": "other", "title": "Other", "entries": others})
+    lanes = ctx.lanes
+    return _ENV.get_template("playbook.md.j2").render(
+        groups=groups, total=len(entries), existing_cards=existing, lanes=lanes,
+        repos={name: r.upstream for name, r in ctx.config.repos.items()},
+    )

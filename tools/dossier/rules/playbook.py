@@ -1,0 +1,137 @@
+"""Playbook link rules (L003-L008): every card, lane, file and symbol an entry names must exist."""
+
+from __future__ import annotations
+
+import re
+
+from .base import Finding, rule
+
+_CARD_ID = re.compile(r"^([a-z0-9][a-z0-9._-]*)/(\d+)$")
+
+
+def _book(ctx):
+    """The playbook, loaded once per check run."""
+    if "_playbook" not in ctx.__dict__:
+        from .. import playbook
+
+        ctx.__dict__["_playbook"] = playbook.load(ctx.root)
+    return ctx.__dict__["_playbook"]
+
+
+def _entries(ctx):
+    from ..playbook import line_of
+
+    for entry in _book(ctx).entries:
+        yield entry, entry["_file"], line_of
+
+
+def _symbols(ctx) -> dict[str, dict[str, set[str]]]:
+    """Per repo, per file: symbol names from the tree listings and from every lock."""
+    if "_playbook_symbols" not in ctx.__dict__:
+        from ..trees import expand_names, load_symbols
+
+        out = load_symbols(ctx.root)
+        for (repo, _), lock in ctx.all_locks.items():
+            for f in lock.get("files", []):
+                out.setdefault(repo, {}).setdefault(f["path"], set()).update(expand_names(f.get("symbols")))
+        ctx.__dict__["_playbook_symbols"] = out
+    return ctx.__dict__["_playbook_symbols"]
+
+
+def _list(entry, key):
+    value = entry.get(key)
+    return value if isinstance(value, list) else []
+
+
+@rule("L003", "playbook-unknown-card", scope="project")
+def playbook_unknown_card(ctx):
+    """A playbook entry names a card that does not exist.
+
+    Card ids are `<repo>/<pr>` and must match `references/cards/<repo>/<pr>.md`.
+    Write the card (`dossier fetch` then `dossier new`) or drop the id.
+    """
+    for entry, path, line_of in _entries(ctx):
+        for i, card in enumerate(_list(entry, "cards")):
+            card = str(card)
+            if not _CARD_ID.match(card):
+                yield Finding(path, line_of(entry, "cards", i), 1, "L003", f"card id '{card}' is not <repo>/<pr>")
+            elif card not in ctx.card_ids:
+                yield Finding(path, line_of(entry, "cards", i), 1, "L003",
+                              f"entry '{entry.get('id')}' names card '{card}', which does not exist")
+
+
+@rule("L004", "playbook-unknown-lane", scope="project")
+def playbook_unknown_lane(ctx):
+    """A playbook entry names a lane that `playbook/lanes.yaml` does not register."""
+    for entry, path, line_of in _entries(ctx):
+        for i, lane in enumerate(_list(entry, "lanes")):
+            if lane not in ctx.lanes:
+                yield Finding(path, line_of(entry, "lanes", i), 1, "L004",
+                              f"entry '{entry.get('id')}' names unknown lane '{lane}'")
+
+
+@rule("L005", "playbook-unknown-file", scope="project")
+def playbook_unknown_file(ctx):
+    """A playbook entry names a file that no evidence lock and no tree listing knows.
+
+    Files are checked against every lock's file list and `references/trees/<repo>.txt`
+    (written by `dossier tree REPO --clone PATH`). A renamed upstream file shows up here.
+    """
+    known = ctx.known_files
+    for entry, path, line_of in _entries(ctx):
+        for i, look in enumerate(_list(entry, "look")):
+            if not isinstance(look, dict) or not look.get("repo") or not look.get("file"):
+                continue  # L007 reports the shape
+            repo, file = str(look["repo"]), str(look["file"])
+            line = line_of(look, "file")
+            if repo not in ctx.config.repos:
+                yield Finding(path, line_of(look, "repo"), 1, "L005", f"unknown repo '{repo}' (see dossier.toml)")
+            elif file not in known.get(repo, ()):
+                yield Finding(path, line, 1, "L005", f"{repo}:{file} is in no lock and no tree listing")
+
+
+@rule("L006", "playbook-unknown-symbol", scope="project")
+def playbook_unknown_symbol(ctx):
+    """A playbook entry names a symbol that the symbol listing and the locks do not know for that file.
+
+    Symbols are def/class names, bare (`forward`) or qualified (`Class.forward`), checked
+    against `references/trees/<repo>.symbols.json` and the symbols each lock records.
+    Re-run `dossier tree` after adding a file the listing does not cover.
+    """
+    table = _symbols(ctx)
+    for entry, path, line_of in _entries(ctx):
+        for look in _list(entry, "look"):
+            if not isinstance(look, dict) or not look.get("file") or not isinstance(look.get("symbols"), list):
+                continue
+            repo, file = str(look.get("repo")), str(look["file"])
+            names = table.get(repo, {}).get(file)
+            for j, sym in enumerate(look["symbols"]):
+                line = line_of(look, "symbols", j)
+                if names is None:
+                    yield Finding(path, line, 1, "L006",
+                                  f"no symbol listing for {repo}:{file}; run `dossier tree {repo} --clone PATH`")
+                    break
+                if str(sym) not in names:
+                    yield Finding(path, line, 1, "L006", f"{repo}:{file} has no def/class '{sym}'")
+
+
+@rule("L007", "playbook-invalid", scope="project")
+def playbook_invalid(ctx):
+    """A playbook file is invalid YAML or an entry is malformed (missing field, duplicate id, unknown sub-lane).
+
+    Required: `id` (kebab-case, unique across files), `symptom`, `sublane` (one of
+    `dossier.playbook.SUBLANES`), `measure`; `look`, `cards`, `knobs`, `lanes`,
+    `aliases`, `prs` are lists; each `look` item has `repo` and `file`.
+    """
+    for problem in _book(ctx).problems:
+        yield Finding(problem.path, problem.line, 1, "L007", problem.message)
+
+
+@rule("L008", "playbook-no-lane-or-look", scope="project")
+def playbook_no_lane_or_look(ctx):
+    """A playbook entry has no lane to validate with, or no file to look at."""
+    for entry, path, _ in _entries(ctx):
+        for key, what in (("look", "file to open"), ("lanes", "validation lane")):
+            if not _list(entry, key):
+                yield Finding(path, entry.get("_line", 1), 1, "L008",
+                              f"entry '{entry.get('id')}' has no {what} (`{key}` is empty or missing)")
