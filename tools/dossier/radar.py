@@ -1,0 +1,348 @@
+"""The radar: open PRs and issues that matter for a lane but have no merged diff yet.
+
+references/radar.yaml is hand-written. `dossier radar` lists it with ages,
+`dossier radar --refresh` asks GitHub for each numbered entry's state and
+rewrites only `state` and `last_checked` in place (comments and every other
+field stay as written), and `dossier build` renders references/radar.md.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+
+import click
+import jinja2
+import yaml
+
+from .config import Config, load_config
+from .errors import DossierError
+from .fsio import read_text, write_atomic
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+RADAR_FILE = "references/radar.yaml"
+KINDS = ("pr", "issue")
+STATES = ("open", "closed", "merged")
+REQUIRED = ("id", "repo", "number", "kind", "title", "state", "last_checked", "lanes", "files", "symptom")
+LISTS = ("lanes", "files", "symbols", "symptoms", "knobs")
+DEFAULT_MAX_AGE_DAYS = 30
+
+
+@dataclass
+class Item:
+    data: dict
+    line: int  # line of the item's first key
+    key_lines: dict[str, int] = field(default_factory=dict)
+    spans: dict[str, tuple[int, int, int]] = field(default_factory=dict)  # key -> (start, end, key column)
+
+    def at(self, key: str) -> int:
+        return self.key_lines.get(key, self.line)
+
+
+@dataclass
+class Radar:
+    path: Path
+    text: str
+    items: list[Item]
+    problems: list[tuple[int, str]]  # (line, message): the file is malformed
+
+
+def radar_path(root: Path) -> Path:
+    return Path(root) / RADAR_FILE
+
+
+def today() -> date:
+    """Today's date; DOSSIER_TODAY=YYYY-MM-DD pins it (tests, reproducible builds)."""
+    pinned = os.environ.get("DOSSIER_TODAY")
+    if not pinned:
+        return date.today()
+    try:
+        return date.fromisoformat(pinned)
+    except ValueError:
+        raise DossierError(f"DOSSIER_TODAY must be YYYY-MM-DD, got {pinned!r}") from None
+
+
+def max_age_days(root: Path) -> int:
+    """`[radar] max_age_days` from dossier.toml (default 30)."""
+    try:
+        data = tomllib.loads((Path(root) / "dossier.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return DEFAULT_MAX_AGE_DAYS
+    value = (data.get("radar") or {}).get("max_age_days", DEFAULT_MAX_AGE_DAYS)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise DossierError(f"dossier.toml: [radar] max_age_days must be a positive integer, got {value!r}")
+    return value
+
+
+def as_date(value) -> date | None:
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+# --- loading and validation ---------------------------------------------------------
+
+
+def load(root: Path, repos=None) -> Radar | None:
+    """The radar with line numbers, or None if there is no radar file.
+
+    Content problems (broken YAML, missing fields) are collected, not raised,
+    so `dossier check` can report them as R001 findings.
+    """
+    path = radar_path(root)
+    if not path.exists():
+        return None
+    try:
+        text = read_text(path)
+    except DossierError as exc:
+        return Radar(path, "", [], [(1, str(exc).split(": ", 1)[-1])])
+    try:
+        data = yaml.safe_load(text)
+        node = yaml.compose(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return Radar(path, text, [], [((mark.line + 1) if mark else 1, f"invalid YAML: {getattr(exc, 'problem', exc)}")])
+    if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+        return Radar(path, text, [], [(1, "the radar must be a mapping with an `items:` list")])
+    item_nodes = next(v for k, v in node.value if k.value == "items").value
+    items = [_item(d, n) for d, n in zip(data["items"], item_nodes)]
+    return Radar(path, text, items, validate(items, repos))
+
+
+def _item(data, node) -> Item:
+    item = Item(data if isinstance(data, dict) else {}, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            item.key_lines[key.value] = key.start_mark.line + 1
+            item.spans[key.value] = (value.start_mark.index, value.end_mark.index, key.start_mark.column)
+    if not isinstance(data, dict):
+        item.data = {"_not_mapping": True}
+    return item
+
+
+def validate(items: list[Item], repos=None) -> list[tuple[int, str]]:
+    problems, seen = [], set()
+    for item in items:
+        d = item.data
+        if d.get("_not_mapping"):
+            problems.append((item.line, "radar item is not a mapping"))
+            continue
+        name = d.get("id") or f"item at line {item.line}"
+        missing = [k for k in REQUIRED if k not in d]
+        if missing:
+            problems.append((item.line, f"{name}: missing {', '.join(missing)}"))
+        if "id" in d:
+            if not isinstance(d["id"], str) or not d["id"].strip():
+                problems.append((item.at("id"), "id must be a non-empty string"))
+            elif d["id"] in seen:
+                problems.append((item.at("id"), f"duplicate id {d['id']}"))
+            seen.add(d.get("id"))
+        if "repo" in d and repos is not None and d["repo"] not in repos:
+            problems.append((item.at("repo"), f"{name}: unknown repo {d['repo']!r} (known: {', '.join(sorted(repos))})"))
+        number = d.get("number")
+        if number is not None and (not isinstance(number, int) or isinstance(number, bool) or number <= 0):
+            problems.append((item.at("number"), f"{name}: number must be a positive integer or null"))
+        if "kind" in d and d["kind"] not in KINDS:
+            problems.append((item.at("kind"), f"{name}: kind must be one of {', '.join(KINDS)}"))
+        if "state" in d and d["state"] not in STATES:
+            problems.append((item.at("state"), f"{name}: state must be one of {', '.join(STATES)}"))
+        elif d.get("kind") == "issue" and d.get("state") == "merged":
+            problems.append((item.at("state"), f"{name}: an issue cannot be merged"))
+        if "last_checked" in d and as_date(d["last_checked"]) is None:
+            problems.append((item.at("last_checked"), f"{name}: last_checked must be a date YYYY-MM-DD"))
+        for key in ("title", "symptom"):
+            if key in d and (not isinstance(d[key], str) or not d[key].strip()):
+                problems.append((item.at(key), f"{name}: {key} must be non-empty text"))
+        for key in LISTS:
+            value = d.get(key)
+            if value is not None and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+                problems.append((item.at(key), f"{name}: {key} must be a list of strings"))
+        if "lanes" in d and not d["lanes"]:
+            problems.append((item.at("lanes"), f"{name}: name at least one lane"))
+        status = d.get("path_status")
+        if status is not None:
+            if not isinstance(status, dict):
+                problems.append((item.at("path_status"), f"{name}: path_status must map a file to a note"))
+            else:
+                for path in status:
+                    if path not in (d.get("files") or []):
+                        problems.append((item.at("path_status"), f"{name}: path_status names {path}, which is not in files"))
+    return problems
+
+
+# --- refresh --------------------------------------------------------------------
+
+
+def _scalar(value) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True).strip().removesuffix("\n...").strip()
+
+
+def apply_updates(radar: Radar, updates: dict[str, dict]) -> str:
+    """Rewrite only the updated fields' values in the radar text; everything else stays byte for byte."""
+    edits = []  # (start, end, replacement)
+    for item in radar.items:
+        for key, value in updates.get(item.data.get("id"), {}).items():
+            if key in item.spans:
+                start, end, _ = item.spans[key]
+                edits.append((start, end, _scalar(value)))
+            else:  # a missing field goes on a new line after the id
+                _, end, column = item.spans["id"]
+                edits.append((end, end, "\n" + " " * column + f"{key}: {_scalar(value)}"))
+    text = radar.text
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+@dataclass
+class RefreshReport:
+    text: str
+    lines: list[str]
+    failures: list[str]
+
+
+def refresh(config: Config, api_url: str | None = None) -> RefreshReport:
+    """Ask GitHub for the state of every numbered entry; return the new text and a report."""
+    import requests
+    from github.GithubException import GithubException
+
+    from . import github_source
+
+    radar = load(config.root, config.repos)
+    if radar is None:
+        raise DossierError(f"no {RADAR_FILE}; nothing to refresh")
+    if radar.problems:
+        line, message = radar.problems[0]
+        raise DossierError(f"{RADAR_FILE}:{line}: {message}; fix it before refreshing")
+    root = github_source.api_root(api_url)
+    gh = github_source.client(root).withLazy(True)
+    checked = today().isoformat()
+    updates, lines, failures = {}, [], []
+    for item in radar.items:
+        d = item.data
+        if d["number"] is None:
+            lines.append(f"{d['id']}: no number yet; check it by hand")
+            continue
+        upstream = config.repo(d["repo"]).upstream
+        where = f"{upstream}#{d['number']}"
+        try:
+            repo = gh.get_repo(upstream)
+            if d["kind"] == "pr":
+                state = github_source.pull_state(repo.get_pull(d["number"]))
+            else:
+                state = repo.get_issue(d["number"]).state
+        except (GithubException, requests.exceptions.RequestException) as exc:
+            failures.append(f"{d['id']}: {github_source.describe(exc, where, root)}")
+            continue
+        updates[d["id"]] = {"state": state, "last_checked": date.fromisoformat(checked)}
+        change = f"{d['state']} -> {state}" if state != d["state"] else f"still {state}"
+        lines.append(f"{d['id']}: {where} {change}")
+        if state == "merged" and d["kind"] == "pr":
+            lines.append(f"  next: dossier fetch {d['repo']} {d['number']} && dossier new {d['repo']} {d['number']}")
+    text = apply_updates(radar, updates)
+    _verify(text, radar, updates)
+    return RefreshReport(text, lines, failures)
+
+
+def _verify(text: str, before: Radar, updates: dict) -> None:
+    """The edited text must parse to the old data plus exactly the updates."""
+    try:
+        after = yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise DossierError(f"{RADAR_FILE}: refresh would break the YAML; file left as it was") from None
+    expected = [dict(i.data, **updates.get(i.data.get("id"), {})) for i in before.items]
+    if after.get("items") != expected:
+        raise DossierError(f"{RADAR_FILE}: refresh would change more than state/last_checked; file left as it was")
+
+
+# --- rendering --------------------------------------------------------------------
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("dossier", "templates"),
+    keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+    autoescape=False,
+)
+
+
+def _row(config: Config, item: Item) -> dict:
+    d = item.data
+    repo = config.repos.get(d.get("repo"))
+    number = d.get("number")
+    url = None
+    if repo and isinstance(number, int):
+        url = f"https://github.com/{repo.upstream}/{'pull' if d.get('kind') == 'pr' else 'issues'}/{number}"
+    text = lambda v: " ".join(str(v or "").split())  # noqa: E731  one line for tables and bullets
+    status = d.get("path_status") if isinstance(d.get("path_status"), dict) else {}
+    return {
+        "id": str(d.get("id", "")),
+        "title": text(d.get("title")),
+        "repo": str(d.get("repo", "")),
+        "number": number,
+        "url": url,
+        "kind": str(d.get("kind", "")),
+        "state": str(d.get("state", "")),
+        "last_checked": str(d.get("last_checked", "")),
+        "lanes": [str(v) for v in d.get("lanes") or []],
+        "symptoms": [str(v) for v in d.get("symptoms") or []],
+        "files": [(str(f), text(status.get(f))) for f in d.get("files") or []],
+        "symbols": [str(v) for v in d.get("symbols") or []],
+        "knobs": [str(v) for v in d.get("knobs") or []],
+        "symptom": text(d.get("symptom")),
+        "notes": text(d.get("notes")),
+    }
+
+
+def render_markdown(ctx) -> str:
+    radar = load(ctx.root, ctx.config.repos)
+    items = [_row(ctx.config, i) for i in (radar.items if radar else []) if not i.data.get("_not_mapping")]
+    return _ENV.get_template("radar.md.j2").render(items=items, max_age=max_age_days(ctx.root))
+
+
+# --- command -------------------------------------------------------------------------
+
+
+@click.group("radar", invoke_without_command=True)
+@click.option("--refresh", "do_refresh", is_flag=True, help="Update states from GitHub (GITHUB_TOKEN if set).")
+@click.option("--api-url", default=None, help="GitHub API root.")
+@click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT", help="Knowledge-base root.")
+def command(do_refresh, api_url, root):
+    """List open PRs and issues on the radar with their age; --refresh updates their states."""
+    config = load_config(Path(root) if root else None)
+    if do_refresh:
+        report = refresh(config, api_url)
+        path = radar_path(config.root)
+        if report.text != path.read_text(encoding="utf-8"):
+            write_atomic(path, report.text)
+        for line in report.lines:
+            click.echo(line)
+        for line in report.failures:
+            click.echo(f"dossier: error: {line}", err=True)
+        if report.failures:
+            sys.exit(1)
+        return
+    radar = load(config.root, config.repos)
+    if radar is None:
+        raise DossierError(f"no {RADAR_FILE}; add open items there")
+    if radar.problems:
+        line, message = radar.problems[0]
+        raise DossierError(f"{RADAR_FILE}:{line}: {message}")
+    now, limit = today(), max_age_days(config.root)
+    for item in radar.items:
+        d = item.data
+        age = (now - as_date(d["last_checked"])).days
+        where = f"{d['repo']}#{d['number']}" if d["number"] else f"{d['repo']} (no number)"
+        stale = "  STALE" if age > limit else ""
+        click.echo(f"{d['id']:<32} {where:<24} {d['kind']:<5} {d['state']:<6} "
+                   f"checked {d['last_checked']} ({age}d ago){stale}  [{', '.join(d['lanes'])}]")
+        click.echo(f"{'':<32} {d['title']}")
