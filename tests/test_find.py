@@ -1,0 +1,122 @@
+"""`dossier find`: ranking quality on hand-made reports, JSON shape, limits, errors, cache."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from dossier import find
+from dossier.cli import main
+from dossier.config import load_config
+from dossier.context import Context
+
+from test_playbook import make_kb
+
+SECOND = """\
+  - id: asr-stream-late
+    symptom: "Streaming transcription returns text only at the end"
+    sublane: asr-streaming
+    look:
+      - repo: sglang
+        file: python/sglang/srt/entrypoints/openai/streaming_asr.py
+        symbols: [split_audio_chunks]
+    measure: "time to first text"
+    lanes: [asr-http-stream]
+"""
+
+
+@pytest.fixture
+def small_kb(kb):
+    from test_playbook import GOOD
+
+    make_kb(kb, GOOD + SECOND)
+    with open(kb / "references" / "trees" / "sglang.txt", "a") as fh:
+        fh.write("python/sglang/srt/entrypoints/openai/streaming_asr.py\n")
+    return kb
+
+
+def run(kb, *args):
+    return CliRunner().invoke(main, ["find", *args, "--root", str(kb)])
+
+
+def test_shipped_queries_find_the_expected_file(repo_root):
+    queries = yaml.safe_load((repo_root / "tests" / "find_queries.yaml").read_text())["queries"]
+    assert len(queries) >= 25
+    index = find.build_index(Context(load_config(repo_root)))  # no cache write into the checkout
+    misses = []
+    for q in queries:
+        top = find.search(index, q["q"], limit=10)["files"][:5]
+        if q["file"] not in top:
+            misses.append((q["q"], q["file"], top))
+    assert len(misses) <= len(queries) // 10, misses
+
+
+def test_synonyms_map_user_words_to_one_token():
+    assert "~oom" in find.tokenize("the server ran Out of Memory")
+    assert "~oom" in find.tokenize("video requests blow up memory")
+    assert "~ttft" in find.tokenize("time to first token is high")
+    assert "~asr" in find.tokenize("speech recognition")
+    assert "~vit" in find.tokenize("the vision tower") and "~vit" in find.tokenize("ViT")
+    assert "~amd" in find.tokenize("ROCm") and "~npu" in find.tokenize("Ascend")
+    assert "~cudagraph" in find.tokenize("CUDA graph") and "~cudagraph" in find.tokenize("cudagraph")
+    assert "~mrope" in find.tokenize("position ids") and "~epd" in find.tokenize("encoder disaggregation")
+    assert "~h2d" in find.tokenize("host to device copies")
+    assert find.tokenize("images") == find.tokenize("image")
+
+
+def test_json_shape(small_kb):
+    res = run(small_kb, "video", "out of memory", "--format", "json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert set(data) >= {"query", "files", "top_files", "results"}
+    first = data["results"][0]
+    assert first["kind"] == "entry" and first["id"] == "vl-video-oom"
+    assert first["files"] == ["python/sglang/srt/models/qwen3_vl.py"]
+    assert first["cards"] == ["sglang/16366"] and first["lanes"] == ["vl-video"]
+    assert first["symptom"].startswith("Video requests") and isinstance(first["score"], float)
+    for r in data["results"]:
+        assert {"kind", "id", "score", "files", "cards", "lanes"} <= set(r)
+        assert r["kind"] in {"entry", "card", "file"}
+        assert "symptom" in r or "title" in r
+    assert data["files"][0] == "python/sglang/srt/models/qwen3_vl.py"
+
+
+def test_text_output_names_files_cards_lanes(small_kb):
+    res = run(small_kb, "streaming transcription late")
+    assert res.exit_code == 0, res.output
+    assert "Files to open first:" in res.output
+    assert "python/sglang/srt/entrypoints/openai/streaming_asr.py" in res.output.split("\n")[1]
+    assert "lanes: asr-http-stream" in res.output
+
+
+def test_limit(small_kb):
+    data = json.loads(run(small_kb, "qwen3", "vl", "video", "streaming", "--limit", "1", "--format", "json").output)
+    assert len(data["results"]) == 1
+    assert run(small_kb, "video", "--limit", "0").exit_code == 2
+
+
+@pytest.mark.parametrize("query", [[], ["   "], ["the", "of", "and"], ["xyzzy", "plugh"]])
+def test_empty_or_garbage_query_is_one_clear_line(small_kb, query):
+    res = run(small_kb, *query)
+    assert res.exit_code == 2
+    lines = [l for l in res.output.splitlines() if l]
+    assert len(lines) == 1 and lines[0].startswith("dossier: error: ")
+    assert "empty query" in lines[0] or "nothing in the playbook" in lines[0]
+
+
+def test_index_is_cached_and_invalidated(small_kb, monkeypatch):
+    ctx = Context(load_config(small_kb))
+    first = find.load_index(ctx)
+    assert (small_kb / find.CACHE).exists()
+    monkeypatch.setattr(find, "build_index", lambda ctx: pytest.fail("cache was not used"))
+    assert find.load_index(ctx) == first
+    path = small_kb / "playbook" / "symptoms" / "video.yaml"
+    path.write_text(path.read_text().replace("blow up memory", "blow up memory badly"))
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    monkeypatch.setattr(find, "build_index", lambda ctx: {"docs": [], "df": {}, "avg": 0})
+    assert find.load_index(ctx)["docs"] == []
