@@ -60,7 +60,7 @@ The vision tower spent most of its prefill time in per-window attention calls.
 
 ## Key implementation
 
-`Qwen2_5_VisionTransformer.forward` now calls `fused_window_attention`; see [the playbook](../../playbook.md),
+`Qwen2_5_VisionTransformer.forward` now calls `fused_window_attention` (after #99, itself #101); see [the playbook](../../playbook.md),
 [a sibling card](101.md) and [a missing file](../../nowhere.md).
 
 ## Key code excerpts
@@ -135,7 +135,7 @@ def expected_pages(root: Path) -> set[str]:
     pages |= {f"playbook/{slug(e['id'])}.html" for e in load_entries(root) if "id" in e}
     pages |= {f"lanes/{slug(lane)}.html" for lane in ctx.lanes}
     pages |= {f"check/rules/{code}.html" for code in RULES}
-    if (root / "references" / "radar.md").exists():
+    if (root / "references" / "radar.yaml").exists() or (root / "references" / "radar.md").exists():
         pages.add("radar.html")
     return pages
 
@@ -148,15 +148,21 @@ def real_site(tmp_path_factory) -> Path:
     return out
 
 
-def test_real_site_has_a_page_for_everything(real_site):
-    missing = sorted(p for p in expected_pages(ROOT) if not (real_site / p).is_file())
+@pytest.fixture(scope="module")
+def real_expected() -> set[str]:
+    """Counted before the build, so content added while it runs cannot fail the test."""
+    return expected_pages(ROOT)
+
+
+def test_real_site_has_a_page_for_everything(real_expected, real_site):
+    missing = sorted(p for p in real_expected if not (real_site / p).is_file())
     assert not missing, f"pages missing from the site: {missing}"
     assert (real_site / "search" / "search_index.js").is_file(), "offline search index missing"
 
 
-def test_real_home_counts_come_from_the_tree(real_site):
+def test_real_home_counts_come_from_the_tree(real_expected, real_site):
     home = (real_site / "index.html").read_text(encoding="utf-8")
-    n_cards = len(Context(load_config(ROOT)).all_card_paths())
+    n_cards = sum(1 for p in real_expected if p.startswith("cards/") and p.count("/") == 2)
     assert f'<a href="cards/index.html">Cards</a></td>\n<td style="text-align: right;">{n_cards}</td>' in home
 
 
@@ -201,17 +207,24 @@ def test_card_page_facts_diff_and_backlinks(tiny):
     assert "nowhere.md" not in html and "a missing file" in html, "unknown link kept as text"
     assert "pull/101/files#diff-" in html
     assert "fused_window_attention" in html
+    assert '<a href="https://github.com/sgl-project/sglang/pull/99">#99</a>' in html, "PR numbers link upstream"
+    assert '<a href="101.html">#101</a>' in html, "PR numbers with a card link the card"
 
 
 def test_family_lane_and_entry_pages_link_the_card(tiny):
-    _, out = tiny
+    root, out = tiny
     family = (out / "families" / "qwen2.5-vl.html").read_text(encoding="utf-8")
     assert 'href="../cards/sglang/101.html"' in family
     assert "python/sglang/srt/models/qwen2_5_vl.py" in family
     empty = (out / "families" / "qwen3-asr.html").read_text(encoding="utf-8")
     assert "No cards yet." in empty
     lane = (out / "lanes" / "vl-single-image.html").read_text(encoding="utf-8")
-    assert "python playbook/lanes/vl_image.py --images 1 --dry-run" in text_of(lane)
+    lane_text = text_of(lane)
+    assert "dossier lanes run vl-single-image -- --dry-run" in lane_text
+    registry = yaml.safe_load((root / "playbook" / "lanes.yaml").read_text(encoding="utf-8"))["lanes"]
+    spec = next(l for l in registry if l["id"] == "vl-single-image")
+    direct = " ".join(["python", spec["script"], *spec.get("args", []), *(["--model", spec["model"]] if spec.get("model") else [])])
+    assert f"{direct} --dry-run" in lane_text
     assert 'href="../cards/sglang/101.html"' in lane and 'href="../playbook/slow-vit.html"' in lane
     entry = (out / "playbook" / "slow-vit.html").read_text(encoding="utf-8")
     assert 'href="../cards/sglang/101.html"' in entry and "--mm-attention-backend fa3" in text_of(entry)
@@ -231,11 +244,33 @@ def test_site_handles_an_empty_playbook_and_no_cards(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
 
 
-def test_shipped_playbook_markdown_becomes_the_playbook_page(tmp_path):
+def test_playbook_page_is_the_generated_playbook_with_site_links(tmp_path):
     root = make_site_kb(tmp_path / "kb")
+    site = Site(load_config(root))
+    page = site.render()["playbook/index.md"]
+    generated = site.generated.get("references/playbook.md")
+    if generated is not None:  # playbook.render_markdown exists: the page is its output, re-linked
+        assert "cards/sglang/101.md" in generated
+        assert "](../cards/sglang/101.md)" in page
+    assert "[slow-vit](slow-vit.md)" in page, "entries are listed after the playbook text"
+
+
+def test_a_stored_playbook_file_is_used_when_nothing_generates_one(tmp_path):
+    root = make_site_kb(tmp_path / "kb")
+    (root / "playbook" / "symptoms.yaml").unlink()
     (root / "references" / "playbook.md").write_text(
         "# Playbook\n\nSee [card 101](cards/sglang/101.md) and [history](pr-history.md).\n", encoding="utf-8")
     page = Site(load_config(root)).render()["playbook/index.md"]
     assert "[card 101](../cards/sglang/101.md)" in page
     assert "[history](../cards/index.md)" in page
-    assert "[slow-vit](slow-vit.md)" in page, "entries are listed after the shipped text"
+
+
+def test_radar_page_and_count_come_from_the_radar_file(tmp_path):
+    radar = pytest.importorskip("dossier.radar")
+    root = make_site_kb(tmp_path / "kb")
+    shutil.copy(ROOT / radar.RADAR_FILE, root / radar.RADAR_FILE)
+    site = Site(load_config(root))
+    pages = site.render()
+    assert "radar.md" in pages
+    n = len(radar.load(root).items)
+    assert f"| [Radar entries](radar.md) | {n} |" in site.coverage()

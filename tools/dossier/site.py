@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+import jinja2
 import yaml
 
-from .build import card_rows
+from .build import card_rows, generated_outputs
 from .cards import Card
 from .config import Config
 from .context import Context
@@ -28,6 +29,8 @@ from .fsio import read_text
 
 _LINK = re.compile(r"(!?\[[^\]\n]*\])\(([^)\s]+)((?:\s+\"[^\"]*\")?)\)")
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)(.*)$")
+_CODE_OR_LINK = re.compile(r"(`[^`\n]*`|!?\[[^\]\n]*\]\([^)\n]*\)|<[^>\n]*>)")
+_PR_NUMBER = re.compile(r"(?<![\w/#&])#(\d{1,6})\b")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 _CARD_REF = re.compile(r"^(?:([a-z0-9][a-z0-9._-]*)\s*[/#:]\s*)?#?(\d+)$")
 
@@ -139,9 +142,24 @@ class Site:
     @cached_property
     def planned(self) -> set[str]:
         out = {"playbook/index.md", "cards/index.md", "lanes/index.md"}
-        if (self.root / "references" / "radar.md").exists():
+        if self.reference("references/radar.md") is not None:
             out.add("radar.md")
         return out
+
+    @cached_property
+    def generated(self) -> dict[str, str]:
+        """What `dossier build` would write now, so the site never shows a stale copy."""
+        try:
+            return generated_outputs(self.ctx)
+        except (DossierError, jinja2.TemplateError):
+            return {}  # `dossier check` reports the cause; the site falls back to the files
+
+    def reference(self, rel: str) -> str | None:
+        """A generated reference page (playbook.md, radar.md): fresh, else as on disk, else None."""
+        if rel in self.generated:
+            return self.generated[rel]
+        path = self.root / rel
+        return read_text(path) if path.is_file() else None
 
     def rewrite_links(self, text: str, source: str, page: str) -> str:
         """Re-point relative links of a knowledge-base file (`source`) for its site page.
@@ -161,6 +179,19 @@ class Site:
             return f"{label}({relative(page, dest)}{'#' + anchor if anchor else ''}{title})"
 
         return _outside_code(text, lambda chunk: _LINK.sub(fix, chunk))
+
+    def link_pr_numbers(self, text: str, repo: str, page: str) -> str:
+        """`#1234` in prose links its card when there is one, else the upstream PR."""
+        reg = self.config.repos.get(repo)
+
+        def link(m: re.Match) -> str:
+            cid = f"{repo}/{m.group(1)}"
+            if cid in self.cards:
+                return f"[#{m.group(1)}]({relative(page, f'cards/{cid}.md')})"
+            return f"[#{m.group(1)}]({reg.pr_url(int(m.group(1)))})" if reg else m.group(0)
+
+        parts = _CODE_OR_LINK.split(text)  # odd items are code spans and links: leave them
+        return "".join(p if i % 2 else _PR_NUMBER.sub(link, p) for i, p in enumerate(parts))
 
     def link_card(self, card_id: str, page: str, label: str | None = None) -> str:
         row = self.rows.get(card_id)
@@ -192,10 +223,9 @@ class Site:
         for lid in self.lanes:
             self.pages[f"lanes/{lid}.md"] = self.lane_page(lid)
         self.pages["lanes/index.md"] = self.lanes_index()
-        radar = self.root / "references" / "radar.md"
-        if radar.exists():
-            self.pages["radar.md"] = frontmatter("Radar") + self.rewrite_links(
-                read_text(radar), "references/radar.md", "radar.md")
+        radar = self.reference("references/radar.md")
+        if radar is not None:
+            self.pages["radar.md"] = frontmatter("Radar") + self.rewrite_links(radar, "references/radar.md", "radar.md")
         from . import site_rules
 
         self.pages.update(site_rules.pages())
@@ -212,6 +242,7 @@ class Site:
         body = "\n".join(card.text.split("\n")[card.body_start - 1:]) if card.meta is not None else card.text
         body = self.rewrite_links(_diff_fences(body), f"references/cards/{cid}.md", page)
         body = _link_excerpt_heads(body, url)
+        body = _outside_code(body, lambda chunk: self.link_pr_numbers(chunk, repo, page))
         heading = re.search(r"^# .*$", body, re.M)
         h1 = heading.group(0) if heading else f"# {title}"
         if heading:
@@ -317,10 +348,10 @@ class Site:
 
     def playbook_index(self) -> str:
         page = "playbook/index.md"
-        shipped = self.root / "references" / "playbook.md"
+        shipped = self.reference("references/playbook.md")
         out = [frontmatter("Playbook")]
-        if shipped.exists():
-            out.append(self.rewrite_links(read_text(shipped), "references/playbook.md", page).strip())
+        if shipped is not None:
+            out.append(self.rewrite_links(shipped, "references/playbook.md", page).strip())
         else:
             out += ["# Playbook", "", "Symptom to files, cards and lanes. Run `dossier find \"<symptom>\"` to search it."]
         if self.entries:
@@ -328,7 +359,7 @@ class Site:
             out += [f"| {self.link_entry(eid, page)} | {cell(_entry_symptom(e))} "
                     f"| {', '.join(self.link_lane(slug(l), page) for l in _as_list(e.get('lanes')))} |"
                     for eid, e in self.entries.items()]
-        elif not shipped.exists():
+        elif shipped is None:
             out += ["", "No playbook entries yet."]
         return "\n".join(out) + "\n"
 
@@ -340,7 +371,7 @@ class Site:
         if symptom:
             out += [f"> {symptom}", ""]
         for key, value in entry.items():
-            if key in ("id", "symptom", "_file") or value in (None, "", [], {}):
+            if key in ("id", "symptom") or key.startswith("_") or value in (None, "", [], {}):
                 continue
             out += [f"## {_ENTRY_HEADINGS.get(key, key.replace('_', ' ').capitalize())}", ""]
             out += self.entry_field(key, value, page)
@@ -384,23 +415,38 @@ class Site:
     def lane_page(self, lid: str) -> str:
         page = f"lanes/{lid}.md"
         lane = self.lanes[lid]
+        lane_id = str(lane.get("id", lid))
         script = str(lane.get("script", ""))
-        args = [str(a) for a in _as_list(lane.get("args"))]
-        cmd = shlex.join(["python", script, *args])
-        out = [frontmatter(f"{lid}"), f"# {lane.get('title', lid)}", "", f"Lane id `{lane.get('id', lid)}`.", ""]
+        direct = _lane_command(lane)
+        out = [frontmatter(lane_id), f"# {lane.get('title', lid)}", "", f"Lane id `{lane_id}`.", ""]
         doc = _script_doc(self.root / script)
         if doc:
             out += [doc, ""]
-        out += ["## Run it", "", "Print what it would do (no GPU, no server):", "",
-                "```bash", f"{cmd} --dry-run", "```", "",
-                "Launch the server with the lane's flags and run the requests (needs a GPU):", "",
-                "```bash", cmd, "```", "",
-                "Or measure an already running server:", "",
-                "```bash", f"{cmd} --server-url http://127.0.0.1:30000", "```", ""]
-        out += ["## Registry entry", "", f"Script: `{script}`" + (
-            "" if (self.root / script).exists() else " (missing)"), ""]
-        out += [f"Arguments: {' '.join(f'`{a}`' for a in args) if args else 'none'}", ""]
-        extra = {k: v for k, v in lane.items() if k not in ("id", "title", "script", "args")}
+        out += ["## Run it", "", "Print the server command and the requests it would send (no GPU, no network):", "",
+                "```bash", f"dossier lanes run {lane_id} -- --dry-run", "```", "",
+                "Launch the server with the lane's flags, send the requests, write the JSON result (needs a GPU):", "",
+                "```bash", f"dossier lanes run {lane_id} -- --launch --output {lane_id}.json", "```", "",
+                "Or measure a server that is already running:", "",
+                "```bash", f"dossier lanes run {lane_id} -- --server-url http://127.0.0.1:30000", "```", "",
+                "Without the `dossier` command, the script directly:", "",
+                "```bash", f"{direct} --dry-run", "```", ""]
+        out += ["## Registry entry", "", "| Field | Value |", "|---|---|",
+                f"| Script | `{cell(script)}`{'' if (self.root / script).is_file() else ' (missing)'} |"]
+        args = [str(a) for a in _as_list(lane.get("args"))]
+        out.append(f"| Arguments | {' '.join(f'`{cell(a)}`' for a in args) if args else 'none'} |")
+        for key in ("repo", "model"):
+            if lane.get(key):
+                out.append(f"| {key.capitalize()} | `{cell(lane[key])}` |")
+        fams = _as_list(lane.get("families"))
+        if fams:
+            out.append(f"| Families | {', '.join(self.link_family(str(f), page) for f in fams)} |")
+        if lane.get("measures"):
+            out.append(f"| Measures | {cell(', '.join(map(str, _as_list(lane['measures']))))} |")
+        if lane.get("check"):
+            out.append(f"| Checks | {cell(lane['check'])} |")
+        out.append("")
+        extra = {k: v for k, v in lane.items()
+                 if k not in ("id", "title", "script", "args", "repo", "model", "families", "measures", "check", "cards")}
         if extra:
             out += [_yaml_block(extra), ""]
         cards = [cid for cid in self.cards if lid in self.cites(cid)[1]]
@@ -415,10 +461,12 @@ class Site:
     def lanes_index(self) -> str:
         page = "lanes/index.md"
         out = [frontmatter("Lanes"), "# Lanes", "",
-               "Runnable validation lanes from `playbook/lanes.yaml`. Every lane takes `--dry-run`.", "",
+               "Runnable validation lanes from `playbook/lanes.yaml`. Each one sends real requests to an SGLang "
+               "(or sglang-omni) server it launches or one you name with `--server-url`, checks the answers and "
+               "measures latency; `--dry-run` prints what it would do.", "",
                "| Lane | What it runs | Dry run |", "|---|---|---|"]
         for lid, lane in self.lanes.items():
-            cmd = shlex.join(["python", str(lane.get("script", "")), *map(str, _as_list(lane.get("args"))), "--dry-run"])
+            cmd = f"dossier lanes run {lane.get('id', lid)} -- --dry-run"
             out.append(f"| {self.link_lane(lid, page)} | {cell(lane.get('title', ''))} | `{cell(cmd)}` |")
         return "\n".join(out) + "\n"
 
@@ -464,7 +512,25 @@ def _entry_symptom(entry: dict) -> str:
     return str(entry.get("symptom") or entry.get("title") or "").strip()
 
 
+def _public(value):
+    """Drop loader bookkeeping (keys starting with '_') from nested data."""
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items() if not str(k).startswith("_")}
+    if isinstance(value, list):
+        return [_public(v) for v in value]
+    return value
+
+
+def _lane_command(lane: dict) -> str:
+    """The script command line `dossier lanes run` would use, with a plain `python`."""
+    argv = ["python", str(lane.get("script", "")), *map(str, _as_list(lane.get("args")))]
+    if lane.get("model"):
+        argv += ["--model", str(lane["model"])]
+    return shlex.join(argv)
+
+
 def _yaml_block(value) -> str:
+    value = _public(value)
     if isinstance(value, (str, int, float)):
         return str(value)
     return "```yaml\n" + yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100).strip() + "\n```"
@@ -525,18 +591,13 @@ def _script_doc(path: Path) -> str:
 
 
 def _radar_count(root: Path) -> int | None:
+    """Items on the radar (references/radar.yaml), or None without one."""
     try:
         from . import radar
     except ImportError:
         return None
-    for name in ("load_entries", "load_radar"):
-        loader = getattr(radar, name, None)
-        if loader is not None:
-            try:
-                return len(loader(root))
-            except (DossierError, TypeError, OSError):
-                return None
-    return None
+    loaded = radar.load(root) if hasattr(radar, "load") else None
+    return len(loaded.items) if loaded is not None else None
 
 
 def build_site(config: Config) -> tuple[dict[str, str], str]:
