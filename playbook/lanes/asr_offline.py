@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Qwen3-ASR offline transcription lane: WER (jiwer) and throughput via /v1/audio/transcriptions."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _asr import AsrLane  # noqa: E402
+from _lanelib import LaneError, Sample, http, main, multipart  # noqa: E402
+import json  # noqa: E402
+
+
+class AsrOfflineLane(AsrLane):
+    """Qwen3-ASR offline transcription (WER, latency, req/s)."""
+
+    name = "asr-offline"
+
+    def describe(self, args):
+        return [f"POST /v1/audio/transcriptions multipart (file, model={self.served(args)}, response_format=json): "
+                f"{self.describe_audio(args)}; WER must be <= {args.max_wer}"]
+
+    def send(self, args, base, index):
+        clip = self.clip(index)
+        fields = {"model": self.served(args), "response_format": "json"}
+        if args.language:
+            fields["language"] = args.language
+        body, ctype = multipart(fields, {"file": ("audio.wav", clip.wav, "audio/wav")})
+        start = time.perf_counter()
+        with http("POST", base + "/v1/audio/transcriptions", body, {"Content-Type": ctype}, args.timeout) as resp:
+            raw = resp.read()
+        latency = time.perf_counter() - start
+        try:
+            text = json.loads(raw)["text"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise LaneError(f"transcription reply has no 'text': {raw[:120]!r}") from None
+        return Sample(latency, text, audio_seconds=clip.seconds, extra={"reference": clip.reference})
+
+
+if __name__ == "__main__":
+    sys.exit(main(AsrOfflineLane()))

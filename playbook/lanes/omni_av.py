@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Qwen3-Omni thinker lane: audio + video input, and audio carried inside the video (use_audio_in_video).
+
+Sends a generated AVI (coloured square) with a spoken question, either as a separate
+audio part or as the video's own PCM track with use_audio_in_video=true, to
+/v1/chat/completions; checks the answer names the square's colour. Measures latency,
+TTFT and req/s.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _lanelib import (COLOURS, Lane, Sample, avi_video, chat_stream, data_url, main,  # noqa: E402
+                      moving_square_frames, names, speech, wav_pcm)
+
+QUESTION = "What colour is the square in the video?"
+MODES = ("audio+video", "audio-in-video")
+
+
+class OmniAVLane(Lane):
+    """Qwen3-Omni audio + video input (separate audio and audio-in-video)."""
+
+    name = "omni-audio-video"
+    default_model = "Qwen/Qwen3-Omni-30B-A3B-Instruct"
+
+    def add_arguments(self, p):
+        p.add_argument("--inputs", default="audio+video,audio-in-video",
+                       help=f"Comma-separated input styles, cycled per request: {', '.join(MODES)}.")
+        p.add_argument("--tp", type=int, default=1)
+        p.add_argument("--frames", type=int, default=8)
+        p.add_argument("--audio", dest="audio_file", help="Spoken question WAV (default: espeak-ng, else a tone).")
+
+    def _modes(self, args):
+        modes = [m.strip() for m in args.inputs.split(",") if m.strip()]
+        if not modes or any(m not in MODES for m in modes):
+            raise SystemExit(f"lane {self.name}: error: --inputs takes {', '.join(MODES)}")
+        return modes
+
+    def server_command(self, args):
+        cmd = super().server_command(args)
+        return cmd + (["--tp", str(args.tp)] if args.tp > 1 else [])
+
+    def describe(self, args):
+        return [f"POST /v1/chat/completions stream=true: {mode}: AVI {args.frames} frames 224px"
+                + (" with a 16 kHz PCM track, use_audio_in_video=true" if mode == "audio-in-video"
+                   else " + WAV audio_url (spoken question)")
+                + f"; text: {self._text()!r}" for mode in self._modes(args)]
+
+    def _text(self):
+        return f"Answer the spoken question about the video in one sentence. (If you cannot hear it: {QUESTION})"
+
+    def prepare(self, args, workdir):
+        self._modes(args)
+        self.voice = speech(QUESTION, args.audio_file)
+        self.cache, self.lock = {}, threading.Lock()
+
+    def _media(self, args, colour, mode):
+        with self.lock:
+            key = (colour, mode)
+            if key not in self.cache:
+                pcm, rate = wav_pcm(self.voice.wav)
+                frames = moving_square_frames([colour], args.frames)
+                video = avi_video(frames, 224, 224, 2, f"{colour} square",
+                                  audio=pcm if mode == "audio-in-video" else None, audio_rate=rate)
+                self.cache[key] = data_url("video/avi", video)
+            return self.cache[key]
+
+    def send(self, args, base, index):
+        modes = self._modes(args)
+        mode = modes[index % len(modes)]
+        colour = list(COLOURS)[index % len(COLOURS)]
+        parts = [{"type": "video_url", "video_url": {"url": self._media(args, colour, mode)}}]
+        if mode == "audio+video":
+            parts.append({"type": "audio_url", "audio_url": {"url": data_url("audio/wav", self.voice.wav)}})
+        parts.append({"type": "text", "text": self._text()})
+        payload = {"model": self.served(args), "messages": [{"role": "user", "content": parts}],
+                   "max_tokens": args.max_tokens, "temperature": 0}
+        if mode == "audio-in-video":
+            payload["use_audio_in_video"] = True
+        res = chat_stream(base, payload, args.timeout)
+        ok = names(res["text"], colour)
+        return Sample(res["latency"], res["text"], ttft=res["ttft"], mode=mode, ok=ok,
+                      detail="" if ok else f"{mode}: expected {colour}")
+
+    def check(self, args, samples):
+        bad = [s for s in samples if not s.ok]
+        if bad:
+            return False, f"{len(bad)}/{len(samples)} answers wrong: {bad[0].detail}; got {bad[0].output[:120]!r}", {}
+        return True, f"all {len(samples)} answers name the square's colour (speech: {self.voice.source})", {}
+
+
+if __name__ == "__main__":
+    sys.exit(main(OmniAVLane()))

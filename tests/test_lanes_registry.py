@@ -1,0 +1,116 @@
+"""The lane registry: `dossier lanes` commands and check rules L010-L012."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from dossier.check import run_check
+from dossier.cli import main
+from dossier.config import load_config
+from dossier.context import Context
+from dossier.lanes import dry_run, load_lanes
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def findings(root: Path, select: str = "L01"):
+    return run_check(Context(load_config(root)), [select])
+
+
+def write_registry(root: Path, lanes: list[dict]) -> None:
+    (root / "playbook" / "lanes.yaml").write_text(yaml.safe_dump({"lanes": lanes}, sort_keys=False))
+
+
+def with_scripts(kb: Path) -> Path:
+    shutil.copytree(ROOT / "playbook" / "lanes", kb / "playbook" / "lanes",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return kb
+
+
+def test_shipped_lanes_pass_l01_quickly():
+    assert findings(ROOT) == []
+    start = time.perf_counter()
+    assert findings(ROOT) == []  # second run: verdicts come from .dossier-cache
+    assert time.perf_counter() - start < 0.3
+
+
+def test_every_registered_lane_dry_runs():
+    for lane in load_lanes(ROOT):
+        ok, msg = dry_run(ROOT, lane)
+        assert ok, f"{lane['id']}: {msg}"
+
+
+def test_l010_fires_for_missing_fields_duplicates_and_unknown_family(kb):
+    with_scripts(kb)
+    write_registry(kb, [
+        {"id": "a", "script": "playbook/lanes/vl_image.py"},
+        {"id": "b", "title": "B", "script": "playbook/lanes/vl_image.py", "families": ["qwen9-vl"]},
+        {"id": "b", "title": "B again", "script": "playbook/lanes/vl_image.py", "repo": "nope"},
+        "not a mapping",
+    ])
+    msgs = [(f.line, f.message) for f in findings(kb, "L010")]
+    assert (2, "lane entry missing 'title'") in msgs
+    assert any("unknown family 'qwen9-vl'" in m for _, m in msgs)
+    assert any("duplicate lane id 'b'" in m for _, m in msgs)
+    assert any("unknown repo 'nope'" in m for _, m in msgs)
+    assert any("not a mapping" in m for _, m in msgs)
+
+
+def test_l010_fires_for_a_registry_that_is_not_a_list(kb):
+    (kb / "playbook" / "lanes.yaml").write_text("lanes: {oops: 1}\n")
+    [f] = findings(kb, "L010")
+    assert f.code == "L010" and "'lanes' list" in f.message
+
+
+def test_l011_fires_when_the_script_is_missing(kb):
+    # the kb fixture copies lanes.yaml but none of the scripts
+    found = findings(kb, "L011")
+    assert {f.code for f in found} == {"L011"}
+    assert len(found) == len(load_lanes(kb)) and "not found" in found[0].message
+    assert findings(kb, "L012") == []  # a missing script is L011's to report
+
+
+def test_l012_fires_when_dry_run_fails_or_prints_another_command(kb):
+    lanes_dir = kb / "playbook" / "lanes"
+    lanes_dir.mkdir(parents=True)
+    (lanes_dir / "broken.py").write_text("import sys\nprint('boom', file=sys.stderr)\nsys.exit(3)\n")
+    (lanes_dir / "drifted.py").write_text("print('server: python -m sglang.launch_server --model-path m --port 1')\n")
+    (lanes_dir / "fine.py").write_text(
+        "print('server: python -m sglang.launch_server --model-path m --port 30000 --tp 2')\n")
+    server = {"cmd": "python -m sglang.launch_server --model-path {model} --port {port} --tp 2"}
+    write_registry(kb, [
+        {"id": "broken", "title": "T", "script": "playbook/lanes/broken.py"},
+        {"id": "drifted", "title": "T", "script": "playbook/lanes/drifted.py", "model": "m", "server": server},
+        {"id": "fine", "title": "T", "script": "playbook/lanes/fine.py", "model": "m", "server": server},
+    ])
+    found = {f.message.split("'")[1]: f.message for f in findings(kb, "L012")}
+    assert set(found) == {"broken", "drifted"}
+    assert "exited 3: boom" in found["broken"]
+    assert "differs from server.cmd" in found["drifted"]
+    # the cache must notice an edited script
+    (lanes_dir / "fine.py").write_text("raise SystemExit(4)\n")
+    assert {f.message.split("'")[1] for f in findings(kb, "L012")} == {"broken", "drifted", "fine"}
+
+
+def test_cli_lanes_list_show_and_run(kb):
+    with_scripts(kb)
+    runner = CliRunner()
+    res = runner.invoke(main, ["lanes", "list", "--root", str(kb)])
+    assert res.exit_code == 0 and "asr-websocket-stream" in res.output and "omni-speech" in res.output
+    res = runner.invoke(main, ["lanes", "show", "vl-encoder-dp", "--root", str(kb)])
+    assert res.exit_code == 0 and "--mm-enable-dp-encoder" in res.output and "run: python" in res.output
+    res = runner.invoke(main, ["lanes", "show", "nope", "--root", str(kb)])
+    assert res.exit_code == 2 and "unknown lane 'nope'" in res.output
+
+
+def test_cli_lanes_run_passes_registry_and_extra_args(kb, capfd):
+    with_scripts(kb)
+    res = CliRunner().invoke(main, ["lanes", "run", "vl-encoder-dp", "--root", str(kb), "--", "--dry-run"])
+    assert res.exit_code == 0
+    out = capfd.readouterr().out
+    assert "lane: vl-encoder-dp" in out and "--tp 2 --mm-enable-dp-encoder" in out

@@ -1,0 +1,134 @@
+"""Lane registry rules (L010-L012): entries well formed, scripts present, `--dry-run` clean."""
+
+from __future__ import annotations
+
+import yaml
+
+from ..errors import DossierError
+from ..fsio import read_text
+from .base import Finding, rule
+
+REGISTRY = "playbook/lanes.yaml"
+REQUIRED = ("id", "title", "script")
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser is ~10x faster
+
+
+def _entries(ctx):
+    """[(line, entry)] from the registry with source lines, or (line, problem); parsed once per check."""
+    cached = ctx.__dict__.get("_lane_entries")
+    if cached is None:
+        cached = ctx.__dict__["_lane_entries"] = _parse(ctx)
+    return cached
+
+
+def _parse(ctx):
+    path = ctx.root / REGISTRY
+    if not path.exists():
+        return [], None
+    try:
+        text = read_text(path)
+        node = yaml.compose(text, Loader=_LOADER)
+        data = _LOADER("").construct_document(node) if node is not None else None
+    except DossierError as exc:
+        return [], (1, str(exc))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        return [], ((mark.line + 1) if mark else 1, f"invalid YAML: {getattr(exc, 'problem', exc)}")
+    lanes = data.get("lanes") if isinstance(data, dict) else None
+    if not isinstance(lanes, list):
+        return [], (1, "expected a top-level 'lanes' list")
+    lane_nodes = next(v for k, v in node.value if k.value == "lanes").value
+    return [(n.start_mark.line + 1, entry) for n, entry in zip(lane_nodes, lanes)], None
+
+
+def _problems(ctx, entry, seen: set) -> list[str]:
+    if not isinstance(entry, dict):
+        return ["lane entry is not a mapping"]
+    out = [f"lane entry missing '{key}'" for key in REQUIRED if not entry.get(key)]
+    lid = entry.get("id")
+    if lid:
+        if lid in seen:
+            out.append(f"duplicate lane id '{lid}'")
+        seen.add(lid)
+    families = entry.get("families") or []
+    if not isinstance(families, list):
+        out.append("'families' must be a list")
+    else:
+        out += [f"unknown family '{f}' (see dossier.toml)" for f in families if f not in ctx.config.families]
+    if entry.get("repo") and entry["repo"] not in ctx.config.repos:
+        out.append(f"unknown repo '{entry['repo']}' (see dossier.toml)")
+    args = entry.get("args", [])
+    if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
+        out.append("'args' must be a list of strings")
+    server = entry.get("server")
+    if server is not None and not (isinstance(server, dict) and isinstance(server.get("cmd", ""), str)
+                                   and isinstance(server.get("env", {}) or {}, dict)):
+        out.append("'server' must be a mapping with a 'cmd' string and an 'env' mapping")
+    return out
+
+
+def _script_missing(ctx, entry) -> str | None:
+    script = str(entry.get("script"))
+    path = (ctx.root / script).resolve()
+    if not path.is_relative_to(ctx.root.resolve()):
+        return f"lane '{entry.get('id')}' script '{script}' is outside the knowledge base"
+    if not path.is_file():
+        return f"lane '{entry.get('id')}' script '{script}' not found"
+    return None
+
+
+@rule("L010", "lane-entry-malformed", scope="project")
+def lane_entry_malformed(ctx):
+    """A lane registry entry is malformed: missing id/title/script, duplicate id, unknown family or repo.
+
+    Every entry of `playbook/lanes.yaml` needs `id`, `title` and `script`; ids are
+    unique; `families` and `repo` must be names from `dossier.toml`; `args` is a list
+    of strings and `server` a mapping with `cmd` (and optional `env`).
+    """
+    entries, problem = _entries(ctx)
+    if problem:
+        yield Finding(REGISTRY, problem[0], 1, "L010", problem[1])
+        return
+    seen: set = set()
+    for line, entry in entries:
+        for msg in _problems(ctx, entry, seen):
+            yield Finding(REGISTRY, line, 1, "L010", msg)
+
+
+@rule("L011", "lane-script-missing", scope="project")
+def lane_script_missing(ctx):
+    """A registered lane's script does not exist.
+
+    `script` is a path from the knowledge-base root (e.g. `playbook/lanes/vl_image.py`)
+    and must name a file inside it.
+    """
+    entries, _ = _entries(ctx)
+    for line, entry in entries:
+        if isinstance(entry, dict) and entry.get("script"):
+            msg = _script_missing(ctx, entry)
+            if msg:
+                yield Finding(REGISTRY, line, 1, "L011", msg)
+
+
+@rule("L012", "lane-dry-run-fails", scope="project")
+def lane_dry_run_fails(ctx):
+    """A lane script fails `--dry-run`, or the server command it prints is not the registry's `server.cmd`.
+
+    `dossier check` runs `script --dry-run <args> --model <model>` for each lane, in
+    parallel, and caches the verdict in `.dossier-cache/` by the hash of the entry and
+    the lane scripts. Run `dossier lanes show ID` to see the exact command.
+    """
+    from ..lanes import dry_run_all
+
+    entries, _ = _entries(ctx)
+    ready, seen = [], set()
+    for line, entry in entries:
+        if _problems(ctx, entry, set()) or entry["id"] in seen or _script_missing(ctx, entry):
+            continue  # L010/L011 already speak for it
+        seen.add(entry["id"])
+        ready.append((line, entry))
+    verdicts = dry_run_all(ctx.root, [e for _, e in ready])
+    for line, entry in ready:
+        ok, msg = verdicts[entry["id"]]
+        if not ok:
+            yield Finding(REGISTRY, line, 1, "L012", f"lane '{entry['id']}': {msg}")
