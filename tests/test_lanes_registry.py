@@ -36,7 +36,7 @@ def test_shipped_lanes_pass_l01_quickly():
     assert findings(ROOT) == []
     start = time.perf_counter()
     assert findings(ROOT) == []  # second run: verdicts come from .dossier-cache
-    assert time.perf_counter() - start < 0.3
+    assert time.perf_counter() - start < 1.0
 
 
 def test_every_registered_lane_dry_runs():
