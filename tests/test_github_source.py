@@ -57,11 +57,12 @@ def small_pr(server: StandIn, number: int, **fields):
 
 @pytest.fixture
 def pr_in_git(upstream):
-    """A squash-merged PR #7 touching 37 files: modified, added, deleted, renamed, binary."""
+    """A squash-merged PR #7 touching 38 files: modified, added, deleted, renamed, binary."""
     upstream.write("python/sglang/srt/models/qwen3_vl.py",
                    "import torch\n\n\nclass Vision:\n    def forward(self, x):\n        return x\n")
     upstream.write("python/sglang/srt/old_name.py", "".join(f"line_{i} = {i}\n" for i in range(20)))
     upstream.write("python/sglang/srt/gone.py", "def gone():\n    return 0\n")
+    upstream.write("docs/moved_from.md", "# Unchanged text\n")
     upstream.write("assets/logo.bin", bytes(range(256)) * 4)
     upstream.commit("init")
     upstream.write("python/sglang/srt/models/qwen3_vl.py",
@@ -71,6 +72,7 @@ def pr_in_git(upstream):
     upstream.write("python/sglang/srt/new_name.py",
                    "".join(f"line_{i} = {i}\n" for i in range(19)) + "LINE_19 = 'renamed'\n")
     (upstream.path / "python/sglang/srt/gone.py").unlink()
+    (upstream.path / "docs/moved_from.md").rename(upstream.path / "docs/moved_to.md")  # pure rename
     upstream.write("assets/logo.bin", bytes(range(255, -1, -1)) * 4)
     upstream.write("python/sglang/srt/empty.txt", "")
     for i in range(32):
@@ -83,7 +85,7 @@ def pr_in_git(upstream):
 
 def test_github_lock_matches_git_lock(env, kb, server, pr_in_git):
     repo, files, base, head = pr_in_git
-    assert len(files) == 37  # past one page of 30
+    assert len(files) == 38  # past one page of 30
     config = load_config(kb)
     [git_res] = fetch_git(config, "sglang", [7], str(repo.path))
     git_lock = lock(kb, 7)
@@ -106,6 +108,7 @@ def test_github_lock_matches_git_lock(env, kb, server, pr_in_git):
     assert by_path["python/sglang/srt/empty.txt"]["status"] == "added"
     assert "patch" not in by_path["python/sglang/srt/empty.txt"]
     assert by_path["python/sglang/srt/gone.py"]["status"] == "deleted"
+    assert by_path["docs/moved_to.md"]["status"] == "renamed" and by_path["docs/moved_to.md"]["lines"] == []
     src = gh_lock["source"]
     assert src["kind"] == "github" and src["head_sha"] == head and src["base_sha"] == base
     assert src["api_url"] == server.url and src["labels"] == ["performance"]
