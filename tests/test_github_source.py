@@ -364,3 +364,14 @@ def test_saved_diff_that_is_not_a_diff_is_one_line(env, kb, tmp_path):
     assert result.exit_code == 2 and result.stderr.count("\n") == 1 and "empty" in result.stderr
     missing = cli(kb, "fetch", "sglang", "32", "--diff", str(tmp_path / "nope.diff"), "--title", "x")
     assert missing.exit_code == 2 and "nope.diff" in missing.stderr
+
+
+def test_cli_max_age_controls_metadata_freshness(env, kb, server):
+    small_pr(server, 24)
+    args = ["fetch", "sglang", "24", "--api-url", server.url]
+    assert cli(kb, *args).exit_code == 0
+    assert cli(kb, *args).output.startswith("unchanged")
+    assert server.hits(f"/repos/{UPSTREAM}/pulls/24") == 1  # second run read the cache
+    assert cli(kb, *args, "--max-age", "0").exit_code == 0
+    assert server.hits(f"/repos/{UPSTREAM}/pulls/24") == 2
+    assert server.hits(f"/repos/{UPSTREAM}/pulls/24/files") == 1  # the diff never goes stale

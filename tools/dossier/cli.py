@@ -51,12 +51,14 @@ def main():
 @click.option("--source", "source_kind", type=click.Choice(["git", "github"]), default=None,
               help="Where to read the PR (default: git when --clone is given, else github).")
 @click.option("--api-url", default=None, help="GitHub API root (github source).")
+@click.option("--max-age", type=float, default=None, envvar="DOSSIER_GITHUB_MAX_AGE",
+              help="Seconds cached GitHub metadata (state, labels) stays fresh (github source).")
 @click.option("--diff", "diff_file", type=str, default=None, help="Build the lock from a saved diff FILE or '-' (stdin).")
 @click.option("--title", default=None, help="PR title (with --diff).")
 @click.option("--state", default="merged", type=click.Choice(["merged", "open", "closed"]), help="PR state (with --diff).")
 @click.option("--merged", "merged_date", default=None, help="Merge date YYYY-MM-DD (with --diff).")
 @root_option
-def fetch(repo, prs, clone, ref, source_kind, api_url, diff_file, title, state, merged_date, root):
+def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title, state, merged_date, root):
     """Write evidence locks for PRS of REPO (e.g. `dossier fetch sglang 16366 --clone ../sglang`)."""
     from .fetch import fetch_git, lock_from_diff
 
@@ -74,7 +76,7 @@ def fetch(repo, prs, clone, ref, source_kind, api_url, diff_file, title, state, 
     if kind == "github":
         from .github_source import fetch_github
 
-        results = fetch_github(config, repo, numbers, api_url=api_url)
+        results = fetch_github(config, repo, numbers, api_url=api_url, max_age_s=max_age)
     else:
         if not clone:
             raise DossierError("the git source needs --clone PATH (or DOSSIER_CLONE)")
