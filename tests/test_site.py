@@ -192,6 +192,21 @@ def test_tiny_site_pages(tiny):
     assert not missing
     assert "cards/sglang/101.html" in expected_pages(root)
     assert not (root / "docs" / "cards").exists(), "pages must be generated at build time, not written to docs/"
+    home = (out / "index.html").read_text(encoding="utf-8")
+    assert 'data-md-color-scheme="default"' in home and 'data-md-color-scheme="slate"' in home, "light/dark toggle"
+
+
+def test_broken_cards_still_get_a_page_and_the_build_stays_strict(tmp_path):
+    root = make_site_kb(tmp_path / "kb")
+    cards = root / "references" / "cards" / "sglang"
+    (cards / "7.md").write_text("# no frontmatter\n\nSee [x](../../missing.md).\n", encoding="utf-8")
+    (cards / "8.md").write_text("---\nrepo: [unclosed\n---\n\n# broken yaml\n", encoding="utf-8")
+    res = build_site(root, tmp_path / "site")
+    assert res.returncode == 0, res.stderr[-3000:]
+    for pr in (7, 8, 101):
+        assert (tmp_path / "site" / "cards" / "sglang" / f"{pr}.html").is_file()
+    index = (tmp_path / "site" / "cards" / "index.html").read_text(encoding="utf-8")
+    assert index.count("(no evidence lock)") == 2
 
 
 def test_card_page_facts_diff_and_backlinks(tiny):
