@@ -42,6 +42,12 @@ def run_check(ctx: Context, select=None, ignore=None) -> list[Finding]:
             findings.extend(r.func(ctx, card))
     for r in project_rules:
         findings.extend(r.func(ctx))
+    if ctx.card_paths is not None:
+        # With PATHS, report only on those files and their locks, like a linter run on one file.
+        wanted = {ctx.rel(p) for p in ctx.card_paths}
+        wanted |= {ctx.rel(p).replace("references/cards/", "references/evidence/")[:-3] + ".json"
+                   for p in ctx.card_paths if str(p).endswith(".md")}
+        findings = [f for f in findings if f.path in wanted]
     return sorted(set(findings))
 
 
