@@ -57,6 +57,9 @@ def kb(tmp_path) -> Path:
     shutil.copy(ROOT / "dossier.toml", root / "dossier.toml")
     (root / "playbook").mkdir()
     shutil.copy(ROOT / "playbook" / "lanes.yaml", root / "playbook" / "lanes.yaml")
+    # the scripts the registry names, so lane rules (L011/L012) see a coherent knowledge base
+    shutil.copytree(ROOT / "playbook" / "lanes", root / "playbook" / "lanes",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     return root
 
 

@@ -27,8 +27,9 @@ def write_registry(root: Path, lanes: list[dict]) -> None:
 
 
 def with_scripts(kb: Path) -> Path:
-    shutil.copytree(ROOT / "playbook" / "lanes", kb / "playbook" / "lanes",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    if not (kb / "playbook" / "lanes").is_dir():  # the kb fixture normally copies them
+        shutil.copytree(ROOT / "playbook" / "lanes", kb / "playbook" / "lanes",
+                        ignore=shutil.ignore_patterns("__pycache__"))
     return kb
 
 
@@ -68,7 +69,7 @@ def test_l010_fires_for_a_registry_that_is_not_a_list(kb):
 
 
 def test_l011_fires_when_the_script_is_missing(kb):
-    # the kb fixture copies lanes.yaml but none of the scripts
+    shutil.rmtree(kb / "playbook" / "lanes")
     found = findings(kb, "L011")
     assert {f.code for f in found} == {"L011"}
     assert len(found) == len(load_lanes(kb)) and "not found" in found[0].message
@@ -77,7 +78,7 @@ def test_l011_fires_when_the_script_is_missing(kb):
 
 def test_l012_fires_when_dry_run_fails_or_prints_another_command(kb):
     lanes_dir = kb / "playbook" / "lanes"
-    lanes_dir.mkdir(parents=True)
+    lanes_dir.mkdir(parents=True, exist_ok=True)
     (lanes_dir / "broken.py").write_text("import sys\nprint('boom', file=sys.stderr)\nsys.exit(3)\n")
     (lanes_dir / "drifted.py").write_text("print('server: python -m sglang.launch_server --model-path m --port 1')\n")
     (lanes_dir / "fine.py").write_text(

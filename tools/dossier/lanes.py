@@ -81,14 +81,59 @@ def dry_run(root: Path, lane: dict) -> tuple[bool, str]:
                              stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return False, f"--dry-run did not finish within {DRY_RUN_TIMEOUT}s"
-    if res.returncode != 0:
-        last = (res.stderr.strip() or res.stdout.strip() or "no output").splitlines()[-1]
-        return False, f"--dry-run exited {res.returncode}: {last[:200]}"
+    return _verdict(lane, res.returncode, res.stdout, res.stderr)
+
+
+def _verdict(lane: dict, code: int, stdout: str, stderr: str) -> tuple[bool, str]:
+    if code != 0:
+        last = (stderr.strip() or stdout.strip() or "no output").splitlines()[-1]
+        return False, f"--dry-run exited {code}: {last[:200]}"
     pattern = expected_server_line(lane)
-    if pattern is not None and not pattern.search(res.stdout):
-        printed = next((l for l in res.stdout.splitlines() if l.startswith("server: ")), "no server line")
+    if pattern is not None and not pattern.search(stdout):
+        printed = next((l for l in stdout.splitlines() if l.startswith("server: ")), "no server line")
         return False, f"--dry-run server command differs from server.cmd: {printed[:200]}"
     return True, "ok"
+
+
+# One interpreter runs every dry-run (runpy, as __main__), saving a Python start-up per lane.
+_BATCH = r"""
+import contextlib, io, json, os, runpy, sys
+results = []
+for script, argv in json.load(sys.stdin):
+    out, err, code, path = io.StringIO(), io.StringIO(), 0, list(sys.path)
+    sys.argv = [script, *argv]
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            err.write(exc.code)
+    except BaseException as exc:
+        code = 1
+        err.write(f"{type(exc).__name__}: {exc}")
+    finally:
+        sys.path[:] = path
+        folder = os.path.dirname(os.path.abspath(script))
+        for name, mod in list(sys.modules.items()):  # helpers of this folder must not leak into the next
+            if os.path.dirname(os.path.abspath(getattr(mod, "__file__", None) or "/")) == folder:
+                del sys.modules[name]
+    results.append([code, out.getvalue(), err.getvalue()])
+print(json.dumps(results))
+"""
+
+
+def _dry_run_batch(root: Path, lanes: list[dict]) -> list[tuple[bool, str]] | None:
+    jobs = [[argv[1], argv[2:]] for argv in (lane_argv(root, lane, ["--dry-run"]) for lane in lanes)]
+    try:
+        res = subprocess.run([sys.executable, "-c", _BATCH], input=json.dumps(jobs), capture_output=True,
+                             text=True, timeout=DRY_RUN_TIMEOUT, cwd=root)
+        results = json.loads(res.stdout)
+    except (subprocess.TimeoutExpired, ValueError):
+        return None  # a lane hung or broke the batch: fall back to one process per lane
+    if len(results) != len(lanes):
+        return None
+    return [_verdict(lane, *r) for lane, r in zip(lanes, results)]
 
 
 def _folder_digest(folder: Path) -> str:
@@ -119,9 +164,12 @@ def dry_run_all(root: Path, lanes: list[dict]) -> dict[str, tuple[bool, str]]:
         keys[lane["id"]] = _fingerprint(lane, folders[folder])
     todo = [lane for lane in lanes if cache.get(lane["id"], {}).get("key") != keys[lane["id"]]]
     if todo:
-        with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
-            for lane, (ok, msg) in zip(todo, pool.map(lambda l: dry_run(root, l), todo)):
-                cache[lane["id"]] = {"key": keys[lane["id"]], "ok": ok, "message": msg}
+        verdicts = _dry_run_batch(root, todo)
+        if verdicts is None:
+            with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
+                verdicts = list(pool.map(lambda l: dry_run(root, l), todo))
+        for lane, (ok, msg) in zip(todo, verdicts):
+            cache[lane["id"]] = {"key": keys[lane["id"]], "ok": ok, "message": msg}
         cache = {k: v for k, v in cache.items() if k in keys}
         try:
             write_atomic(cache_path, json.dumps(cache, indent=1, sort_keys=True))
