@@ -50,7 +50,7 @@ class Playbook:
     problems: list[Problem] = field(default_factory=list)
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when available: ~5x faster
     """Safe loader that records, on every mapping, the line of the mapping, of each
     key's value (`_lines`) and of each item of a list value (`_item_lines`)."""
 
@@ -92,7 +92,25 @@ def line_of(entry: dict, key: str, index: int | None = None) -> int:
 
 
 def load(root: Path) -> Playbook:
-    """Every entry of every playbook file, plus the problems found while reading them."""
+    """Every entry of every playbook file, plus the problems found while reading them.
+
+    Cached per process on the files' paths, sizes and mtimes: check, build and find
+    each read the playbook, and parsing it dominates their run time. Callers must not
+    mutate the result.
+    """
+    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in playbook_files(root))
+    cached = _CACHE.get(str(root))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    book = _load_uncached(root)
+    _CACHE[str(root)] = (key, book)
+    return book
+
+
+_CACHE: dict[str, tuple[tuple, Playbook]] = {}
+
+
+def _load_uncached(root: Path) -> Playbook:
     book = Playbook()
     seen: dict[str, str] = {}
     for path in playbook_files(root):

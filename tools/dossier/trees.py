@@ -16,7 +16,6 @@ import click
 from .config import Config, load_config
 from .errors import DossierError
 from .fsio import write_atomic
-from .gitsource import History, open_clone
 
 TREES_DIR = "references/trees"
 
@@ -107,6 +106,8 @@ def symbol_targets(config: Config, repo: str, paths: list[str]) -> list[str]:
 def list_tree(config: Config, repo: str, clone: str, ref: str = "HEAD") -> tuple[Path, Path, int]:
     """Write references/trees/<repo>.txt and <repo>.symbols.json; return paths and size."""
     config.repo(repo)
+    from .gitsource import History, open_clone  # GitPython is slow to import; only this command needs it
+
     history = History(open_clone(clone), ref)
     commit = history._resolve_ref()
     all_paths = history.tree_paths(commit)
