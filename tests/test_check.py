@@ -282,3 +282,15 @@ def test_skill_rules(kb_card):
     assert codes(kb_card, select=["K"]) == ["K003", "K004"]
     skill.write_text("---\nname: good-name\ndescription: Use it for Qwen-VL work.\n---\n[c](references/cards/sglang/42.md)\n")
     assert codes(kb_card, select=["K"]) == []
+
+
+def test_hand_edited_generated_file_is_stale(kb_card):
+    runner = CliRunner()
+    assert runner.invoke(main, ["build", "--root", str(kb_card)]).exit_code == 0
+    history = kb_card / "references/pr-history.md"
+    assert "<!-- dossier-build inputs=" in history.read_text()
+    history.write_text(history.read_text().replace("| perf |", "| bugfix |"))
+    found = findings(kb_card, select=["B"])
+    assert [f.code for f in found] == ["B001"] and found[0].line > 1
+    history.unlink()
+    assert "missing" in findings(kb_card, select=["B"])[0].message

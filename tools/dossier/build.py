@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
+from typing import Callable
 
 import jinja2
 
@@ -79,20 +81,65 @@ def render_history(ctx: Context) -> str:
     )
 
 
+def _renderers(ctx: Context) -> dict[str, Callable[[Context], str]]:
+    """Every generated file the knowledge base calls for, relative path -> renderer."""
+    from . import playbook, radar
+
+    out: dict[str, Callable[[Context], str]] = {HISTORY: render_history}
+    if playbook.playbook_files(ctx.root):
+        out["references/playbook.md"] = playbook.render_markdown
+    if radar.radar_path(ctx.root).exists():
+        out["references/radar.md"] = radar.render_markdown
+    return out
+
+
+_STAMP = re.compile(r"<!-- dossier-build inputs=([0-9a-f]{16}) output=([0-9a-f]{16}) -->\n\Z")
+_INPUT_GLOBS = ("dossier.toml", "references/cards/*/*.md", "references/evidence/*/*.json",
+                "references/radar.yaml", "playbook/**/*.yaml")
+
+
+def inputs_digest(ctx: Context) -> str:
+    """Hash of everything a generated file is rendered from, the renderer's own code included."""
+    h = hashlib.sha256()
+    package = Path(__file__).parent
+    paths = sorted(p for g in _INPUT_GLOBS for p in ctx.root.glob(g))
+    paths += sorted(package.glob("*.py")) + sorted(package.glob("templates/*.j2"))
+    for path in paths:
+        h.update(str(path.relative_to(ctx.root) if path.is_relative_to(ctx.root) else path.name).encode())
+        h.update(b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _stamp(body: str, inputs: str) -> str:
+    output = hashlib.sha256(body.encode()).hexdigest()[:16]
+    return f"{body}<!-- dossier-build inputs={inputs} output={output} -->\n"
+
+
 def generated_outputs(ctx: Context) -> dict[str, str]:
     """Every generated file, relative path -> content; check compares, build writes."""
-    out = {HISTORY: render_history(ctx)}
-    from . import playbook
+    inputs = inputs_digest(ctx)
+    return {rel: _stamp(render(ctx), inputs) for rel, render in _renderers(ctx).items()}
 
-    render = getattr(playbook, "render_markdown", None)
-    if render is not None and playbook.playbook_files(ctx.root):
-        out["references/playbook.md"] = render(ctx)
-    try:
-        from . import radar
-    except ImportError:
-        radar = None
-    if radar is not None and hasattr(radar, "render_markdown") and radar.radar_path(ctx.root).exists():
-        out["references/radar.md"] = radar.render_markdown(ctx)
+
+def stale_outputs(ctx: Context) -> list[tuple[str, str | None, str]]:
+    """(path, current text or None, expected text) for each generated file that is out of date.
+
+    A file whose stamp matches today's inputs and whose body matches its own output
+    hash is fresh without rendering anything: the common case costs a few hashes.
+    """
+    inputs = inputs_digest(ctx)
+    out = []
+    for rel, render in _renderers(ctx).items():
+        path = ctx.root / rel
+        current = path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
+        if current is not None:
+            m = _STAMP.search(current)
+            body = current[: m.start()] if m else current
+            if m and m.group(1) == inputs and m.group(2) == hashlib.sha256(body.encode()).hexdigest()[:16]:
+                continue
+        expected = _stamp(render(ctx), inputs)
+        if current != expected:
+            out.append((rel, current, expected))
     return out
 
 

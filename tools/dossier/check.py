@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from .context import Context
@@ -24,6 +25,18 @@ def _validate_codes(prefixes: list[str] | None) -> None:
             raise DossierError(f"unknown rule code or prefix {p!r}; see `dossier rule --list`")
 
 
+def _run(rule, ctx, card=None) -> list[Finding]:
+    """Run one rule; a crash inside a rule becomes one tool-error line, not a traceback."""
+    try:
+        return list(rule.func(ctx, card) if card is not None else rule.func(ctx))
+    except DossierError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - report any rule bug as one line
+        where = f" on {ctx.rel(card.path)}" if card is not None else ""
+        return [Finding(ctx.rel(card.path) if card is not None else "dossier.toml", 1, 1, "X000",
+                        f"internal error in rule {rule.code}{where}: {type(exc).__name__}: {exc}")]
+
+
 def run_check(ctx: Context, select=None, ignore=None) -> list[Finding]:
     _validate_codes(select)
     _validate_codes(ignore)
@@ -34,14 +47,24 @@ def run_check(ctx: Context, select=None, ignore=None) -> list[Finding]:
             findings.append(Finding(ctx.rel(path), 1, 1, "S001", why))
     card_rules = [r for r in RULES.values() if r.scope == "card" and _selected(r.code, select, ignore)]
     project_rules = [r for r in RULES.values() if r.scope == "project" and _selected(r.code, select, ignore)]
+    background = []
+    for r in [r for r in project_rules if r.background]:
+        project_rules.remove(r)
+        box: list = []
+        thread = threading.Thread(target=lambda r=r, box=box: box.extend(_run(r, ctx)), daemon=True)
+        thread.start()
+        background.append((thread, box))
     for card in cards:
         noqa = (card.meta or {}).get("noqa") if isinstance((card.meta or {}).get("noqa"), dict) else {}
         for r in card_rules:
             if r.code in noqa and r.code != "S007" and isinstance(noqa[r.code], str) and len(noqa[r.code].strip()) >= 15:
                 continue
-            findings.extend(r.func(ctx, card))
+            findings.extend(_run(r, ctx, card))
     for r in project_rules:
-        findings.extend(r.func(ctx))
+        findings.extend(_run(r, ctx))
+    for thread, box in background:
+        thread.join()
+        findings.extend(box)
     if ctx.card_paths is not None:
         # With PATHS, report only on those files and their locks, like a linter run on one file.
         wanted = {ctx.rel(p) for p in ctx.card_paths}

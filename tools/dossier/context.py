@@ -12,7 +12,7 @@ from .cards import Card, parse_card
 from .config import Config
 from .errors import DossierError
 from .evidence import load_lock
-from .fsio import read_text
+from .fsio import read_text, yaml_loader
 
 TREES_DIR = "references/trees"
 
@@ -114,7 +114,7 @@ class Context:
         if not path.exists():
             return None, None
         try:
-            return yaml.safe_load(read_text(path)), None
+            return yaml.load(Loader=yaml_loader(), stream=read_text(path)), None
         except DossierError as exc:
             return None, str(exc)
         except yaml.YAMLError as exc:

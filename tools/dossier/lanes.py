@@ -21,7 +21,7 @@ import click
 import yaml
 
 from .errors import DossierError
-from .fsio import read_text, write_atomic
+from .fsio import read_text, write_atomic, yaml_loader
 
 REGISTRY = "playbook/lanes.yaml"
 CACHE = ".dossier-cache/lanes-dry-run.json"
@@ -32,7 +32,7 @@ def load_lanes(root: Path) -> list[dict]:
     """The registry's lane entries; a clear DossierError when the file is unusable."""
     path = root / REGISTRY
     try:
-        data = yaml.safe_load(read_text(path))
+        data = yaml.load(Loader=yaml_loader(), stream=read_text(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DossierError(f"{REGISTRY}:{(mark.line + 1) if mark else 1}: invalid YAML") from None

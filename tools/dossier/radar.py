@@ -20,7 +20,7 @@ import yaml
 
 from .config import Config, load_config
 from .errors import DossierError
-from .fsio import read_text, write_atomic
+from .fsio import read_text, write_atomic, yaml_loader
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -107,8 +107,8 @@ def load(root: Path, repos=None) -> Radar | None:
     except DossierError as exc:
         return Radar(path, "", [], [(1, str(exc).split(": ", 1)[-1])])
     try:
-        data = yaml.safe_load(text)
-        node = yaml.compose(text)
+        data = yaml.load(Loader=yaml_loader(), stream=text)
+        node = yaml.compose(text, Loader=yaml_loader())
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         return Radar(path, text, [], [((mark.line + 1) if mark else 1, f"invalid YAML: {getattr(exc, 'problem', exc)}")])
@@ -257,7 +257,7 @@ def refresh(config: Config, api_url: str | None = None) -> RefreshReport:
 def _verify(text: str, before: Radar, updates: dict) -> None:
     """The edited text must parse to the old data plus exactly the updates."""
     try:
-        after = yaml.safe_load(text)
+        after = yaml.load(Loader=yaml_loader(), stream=text)
     except yaml.YAMLError:
         raise DossierError(f"{RADAR_FILE}: refresh would break the YAML; file left as it was") from None
     expected = [dict(i.data, **updates.get(i.data.get("id"), {})) for i in before.items]

@@ -10,7 +10,7 @@ import yaml
 from .config import Config
 from .errors import DossierError
 from .evidence import line_hash, load_lock
-from .fsio import read_text
+from .fsio import read_text, yaml_loader
 
 EXCLUSIONS = "references/trace-exclusions.yaml"
 LIVE_THRESHOLD = 0.8
@@ -41,7 +41,7 @@ def load_exclusions(root: Path) -> dict[tuple[str, int], str]:
     if not path.exists():
         return {}
     try:
-        data = yaml.safe_load(read_text(path)) or []
+        data = yaml.load(Loader=yaml_loader(), stream=read_text(path)) or []
     except yaml.YAMLError as exc:
         raise DossierError(f"{EXCLUSIONS}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
     out = {}

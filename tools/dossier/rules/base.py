@@ -36,6 +36,7 @@ class Rule:
     summary: str
     doc: str
     func: Callable
+    background: bool = False  # waits on subprocesses: run in a thread alongside the others
 
     @property
     def family(self) -> str:
@@ -45,7 +46,7 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, scope: str = "card"):
+def rule(code: str, name: str, scope: str = "card", background: bool = False):
     """Register a rule; its docstring's first line is the summary, the rest the docs page."""
 
     def wrap(func: Callable[..., Iterable[Finding]]):
@@ -53,7 +54,7 @@ def rule(code: str, name: str, scope: str = "card"):
         summary, _, rest = doc.partition("\n")
         if code in RULES:
             raise RuntimeError(f"duplicate rule code {code}")
-        RULES[code] = Rule(code, name, scope, summary.strip(), _dedent(rest), func)
+        RULES[code] = Rule(code, name, scope, summary.strip(), _dedent(rest), func, background)
         return func
 
     return wrap

@@ -12,15 +12,12 @@ def generated_stale(ctx):
     `references/pr-history.md`, `references/playbook.md` and the other generated
     pages are rendered from cards, locks and the playbook. Run `dossier build`.
     """
-    from ..build import generated_outputs
+    from ..build import stale_outputs
 
-    for rel, text in generated_outputs(ctx).items():
-        path = ctx.root / rel
-        if not path.exists():
+    for rel, current, text in stale_outputs(ctx):
+        if current is None:
             yield Finding(rel, 1, 1, "B001", "generated file is missing; run `dossier build`")
-            continue
-        current = path.read_text(encoding="utf-8", errors="replace")
-        if current != text:
+        else:
             a, b = current.split("\n"), text.split("\n")
             line = next((i for i, (x, y) in enumerate(zip(a, b), 1) if x != y), min(len(a), len(b)) + 1)
             yield Finding(rel, line, 1, "B001", "generated file is out of date; run `dossier build`")

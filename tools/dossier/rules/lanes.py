@@ -110,7 +110,7 @@ def lane_script_missing(ctx):
                 yield Finding(REGISTRY, line, 1, "L011", msg)
 
 
-@rule("L012", "lane-dry-run-fails", scope="project")
+@rule("L012", "lane-dry-run-fails", scope="project", background=True)
 def lane_dry_run_fails(ctx):
     """A lane script fails `--dry-run`, or the server command it prints is not the registry's `server.cmd`.
 

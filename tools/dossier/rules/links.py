@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..fsio import yaml_loader
 from .base import Finding, rule
 
 
@@ -39,7 +40,7 @@ def trace_exclusion(ctx):
     if not path.exists():
         return
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"))
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml_loader())
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         yield Finding(EXCLUSIONS, (mark.line + 1) if mark else 1, 1, "L020", f"invalid YAML: {getattr(exc, 'problem', exc)}")
@@ -52,7 +53,7 @@ def trace_exclusion(ctx):
     seen = set()
     for node in root.value:
         line = node.start_mark.line + 1
-        entry = yaml.safe_load(yaml.serialize(node)) if isinstance(node, yaml.MappingNode) else None
+        entry = yaml.load(Loader=yaml_loader(), stream=yaml.serialize(node)) if isinstance(node, yaml.MappingNode) else None
         if not isinstance(entry, dict) or not {"repo", "pr"} <= set(entry):
             yield Finding(EXCLUSIONS, line, 1, "L020", "exclusion needs repo and pr")
             continue

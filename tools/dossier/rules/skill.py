@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import yaml
 
+from ..fsio import yaml_loader
+
 from .base import Finding, rule
 
 SKILL = "SKILL.md"
@@ -26,7 +28,7 @@ def _read_skill(ctx):
     if end < 0:
         return text, None, "SKILL.md frontmatter has no closing '---'"
     try:
-        meta = yaml.safe_load(text[4:end])
+        meta = yaml.load(Loader=yaml_loader(), stream=text[4:end])
     except yaml.YAMLError as exc:
         return text, None, f"SKILL.md frontmatter is not valid YAML: {getattr(exc, 'problem', exc)}"
     if not isinstance(meta, dict):
