@@ -7,19 +7,11 @@ import re
 from pathlib import Path
 from typing import Callable
 
-import jinja2
-
 from .cards import classify_file
 from .context import Context
 from .fsio import write_atomic
+from .render import render
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("dossier", "templates"),
-    keep_trailing_newline=True,
-    undefined=jinja2.StrictUndefined,
-    autoescape=False,
-)
-_ENV.filters["tick"] = lambda s: f"`{s}`"
 
 HISTORY = "references/pr-history.md"
 
@@ -76,7 +68,7 @@ def render_history(ctx: Context) -> str:
     per_repo = {}
     for r in rows:
         per_repo[r["repo"]] = per_repo.get(r["repo"], 0) + 1
-    return _ENV.get_template("pr-history.md.j2").render(
+    return render("pr-history.md.j2",
         cards=rows, families=families, per_repo=sorted(per_repo.items())
     )
 

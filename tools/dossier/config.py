@@ -49,10 +49,10 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(".*")
             i += 2
         elif pattern[i] == "*":
-            out.append("[^/]*")
+            out.append("[^/\\n]*")
             i += 1
         elif pattern[i] == "?":
-            out.append("[^/]")
+            out.append("[^/\\n]")
             i += 1
         else:
             out.append(re.escape(pattern[i]))

@@ -69,7 +69,10 @@ class Context:
         return out
 
     def card_id(self, card: Card) -> str:
-        return f"{card.path.parent.name}/{card.path.stem}"
+        cid = card.__dict__.get("_id")
+        if cid is None:
+            cid = card.__dict__["_id"] = f"{card.path.parent.name}/{card.path.stem}"
+        return cid
 
     @cached_property
     def card_ids(self) -> set[str]:

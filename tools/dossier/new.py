@@ -4,19 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jinja2
-
 from .cards import FILE_GROUPS, classify_file
 from .config import Config
 from .errors import DossierError
 from .evidence import load_lock
 from .fsio import write_new
+from .render import render
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("dossier", "templates"),
-    keep_trailing_newline=True,
-    undefined=jinja2.StrictUndefined,
-)
 
 
 _KIND_WORDS = (
@@ -56,7 +50,7 @@ def scaffold(lock: dict, config: Config) -> str:
             candidates.append({"path": f["path"], "header": h["header"], "section": h["section"], "size": size})
     candidates.sort(key=lambda c: -c["size"])
     families = config.families_for(lock["repo"], [f["path"] for f in lock["files"]])
-    return _ENV.get_template("card.md.j2").render(
+    return render("card.md.j2",
         lock=lock, groups=ordered, candidates=candidates[:12], families=families, kind=_guess_kind(lock)
     )
 

@@ -205,7 +205,7 @@ def _with_defaults(entry: dict) -> dict:
 
 def render_markdown(ctx) -> str:
     """references/playbook.md, grouped by sub-lane in SUBLANES order."""
-    from .build import _ENV
+    from .render import render
 
     entries = [_with_defaults(clean(e)) for e in load(ctx.root).entries]
     existing = ctx.card_ids
@@ -218,7 +218,7 @@ def render_markdown(ctx) -> str:
     if others:
         groups.append({"id": "other", "title": "Other", "entries": others})
     lanes = ctx.lanes
-    return _ENV.get_template("playbook.md.j2").render(
+    return render("playbook.md.j2",
         groups=groups, total=len(entries), existing_cards=existing, lanes=lanes,
         repos={name: r.upstream for name, r in ctx.config.repos.items()},
     )

@@ -15,7 +15,6 @@ from datetime import date
 from pathlib import Path
 
 import click
-import jinja2
 import yaml
 
 from .config import Config, load_config
@@ -267,12 +266,6 @@ def _verify(text: str, before: Radar, updates: dict) -> None:
 
 # --- rendering --------------------------------------------------------------------
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("dossier", "templates"),
-    keep_trailing_newline=True,
-    undefined=jinja2.StrictUndefined,
-    autoescape=False,
-)
 
 
 def _row(config: Config, item: Item) -> dict:
@@ -306,7 +299,9 @@ def _row(config: Config, item: Item) -> dict:
 def render_markdown(ctx) -> str:
     radar = load(ctx.root, ctx.config.repos)
     items = [_row(ctx.config, i) for i in (radar.items if radar else []) if not i.data.get("_not_mapping")]
-    return _ENV.get_template("radar.md.j2").render(items=items, max_age=max_age_days(ctx.root))
+    from .render import render
+
+    return render("radar.md.j2",items=items, max_age=max_age_days(ctx.root))
 
 
 # --- command -------------------------------------------------------------------------

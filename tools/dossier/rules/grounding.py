@@ -29,7 +29,10 @@ def excerpt_not_in_diff(ctx, card):
         f = files.get(ex.path)
         if f is None:
             continue  # G002 reports it
-        hashes = set(f["lines"])
+        sets = ctx.__dict__.setdefault("_line_sets", {})
+        hashes = sets.get(id(f))
+        if hashes is None:
+            hashes = sets[id(f)] = set(f["lines"])
         for number, text in ex.lines:
             if not text.strip() or text.startswith("@@"):
                 continue

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..fsio import yaml_loader
 from .base import Finding, rule
 
@@ -75,7 +77,7 @@ def family_glob_matches_nothing(ctx):
     PRs from `dossier trace`. Checked only for repos that have a tree listing under
     references/trees/.
     """
-    from ..config import CONFIG_NAME, glob_match
+    from ..config import CONFIG_NAME, _glob_regex
 
     if ctx.card_paths is not None:
         return
@@ -86,7 +88,10 @@ def family_glob_matches_nothing(ctx):
         for repo, globs in fam.globs.items():
             if not (trees / f"{repo}.txt").exists():
                 continue
+            listing = "\n".join(sorted(known.get(repo, ())))
             for g in globs:
-                if not any(glob_match(p, g) for p in known.get(repo, ())):
+                # One multiline regex scan over the whole listing instead of a match per path.
+                pattern = _glob_regex(g).pattern.lstrip("^").rstrip("$")
+                if not re.search(f"^{pattern}$", listing, re.MULTILINE):
                     line = next((i for i, l in enumerate(lines, 1) if f'"{g}"' in l), 1)
                     yield Finding(CONFIG_NAME, line, 1, "L030", f"{fam.name} glob {g!r} matches no known {repo} file")

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import re
+import zlib
 from collections import defaultdict
+from pathlib import Path
 
 from .base import Finding, rule
 
+MIN_SHINGLES = 3  # sampled shingles a section needs before it can be called a copy
 JUDGEMENT = ("Motivation", "Key implementation", "Validation", "Risk")
 MIN_WORDS = {"Motivation": 25, "Key implementation": 25, "Validation": 15}
 _PLACEHOLDER = re.compile(
     r"\b(TODO|TBD|FIXME|XXX|lorem ipsum|WRITE ME|fill (?:me|in) later)\b|<fill[^>]*>|<!--\s*dossier:|^\s*\.\.\.\s*$",
     re.IGNORECASE | re.MULTILINE,
+)
+# Case-sensitive twin over lower-cased text: a quick "anything at all?" test per card.
+_PLACEHOLDER_FAST = re.compile(
+    r"todo|tbd|fixme|xxx|lorem ipsum|write me|fill (?:me|in) later|<fill|<!--\s*dossier:|^\s*\.\.\.\s*$",
+    re.MULTILINE,
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
 _STOP = set(
@@ -48,6 +56,8 @@ def placeholder(ctx, card):
     `dossier new` leaves `<!-- dossier: ... -->` comments and empty sections; a card
     is done when none of them remain. TODO, TBD, FIXME, XXX and lorem ipsum also fire.
     """
+    if not _PLACEHOLDER_FAST.search(card.text.lower()):
+        return  # the common case: one scan of the whole card
     fenced = False
     for number, line in enumerate(card.text.split("\n"), start=1):
         if line.lstrip().startswith("```"):
@@ -138,13 +148,14 @@ def validation_names_nothing(ctx, card):
     yield _f(ctx, card, sec.line, "P005", "validation names no lane, test or command")
 
 
+_BLANKABLE = re.compile(r"`[^`]*`|#?\s*\b\d[\d.,x%]*\b|\b[\w.-]*[/_.][\w./-]*\b")
+_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+_BLANK = "x"
+
+
 def normalize_sentence(sentence: str) -> str:
-    """Sentence shape with paths, code, identifiers and numbers blanked out."""
-    s = _CODE_SPAN.sub(" C ", sentence)
-    s = _PATHLIKE.sub(" P ", s)
-    s = _NUMBER.sub(" N ", s)
-    s = re.sub(r"#\s*N", " N ", s)
-    return " ".join(s.lower().split())
+    """Sentence shape with code, paths, identifiers and numbers blanked to one token."""
+    return " ".join(_BLANKABLE.sub(" x ", sentence).lower().split())
 
 
 def _sentences(card):
@@ -154,22 +165,114 @@ def _sentences(card):
     return cached
 
 
+_CACHE_FILE = ".dossier-cache/prose.json"
+
+
+def _prose_cache(ctx) -> dict:
+    """Per-card sentences and shingles from earlier runs, keyed by card text and this
+    module's source, as ruff caches per-file results: unchanged cards cost a dict lookup."""
+    cache = getattr(ctx, "_prose_cache", None)
+    if cache is None:
+        import hashlib
+        import json
+
+        version = hashlib.sha1(Path(__file__).read_bytes()).hexdigest()[:12]
+        try:
+            data = json.loads((ctx.root / _CACHE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        if data.get("version") != version:
+            data = {"version": version, "cards": {}}
+        cache = ctx._prose_cache = {"data": data, "dirty": False, "used": set()}
+    return cache
+
+
+def _card_key(card) -> str:
+    import hashlib
+
+    return hashlib.sha1(card.text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _load_cached(ctx, card) -> None:
+    """Fill card's sentence and shingle caches from the disk cache, or compute and record them."""
+    if "_sentences" in card.__dict__ and "_shingles" in card.__dict__:
+        return
+    cache = _prose_cache(ctx)
+    key = _card_key(card)
+    cache["used"].add(key)
+    hit = cache["data"]["cards"].get(key)
+    if hit is not None:
+        card.__dict__["_sentences"] = [tuple(x) for x in hit["sentences"]]
+        card.__dict__["_shingles"] = {k: set(v) for k, v in hit["shingles"].items()}
+        return
+    card.__dict__["_shingles"] = _compute_shingles(card)
+    cache["data"]["cards"][key] = {"sentences": _sentences(card),
+                                   "shingles": {k: sorted(v) for k, v in card.__dict__["_shingles"].items()}}
+    cache["dirty"] = True
+
+
+def _save_cache(ctx) -> None:
+    cache = _prose_cache(ctx)
+    if not cache["dirty"] or ctx.card_paths is not None:
+        return
+    import json
+
+    from ..fsio import write_atomic
+
+    data = cache["data"]
+    data["cards"] = {k: v for k, v in data["cards"].items() if k in cache["used"]}
+    try:
+        write_atomic(ctx.root / _CACHE_FILE, json.dumps(data, separators=(",", ":")))
+    except OSError:
+        pass  # a read-only checkout still gets a correct, just slower, check
+    cache["dirty"] = False
+
+
+def _paragraphs(section):
+    """(first line number, text) of each prose paragraph or list item, fences skipped,
+    so a sentence wrapped over several lines is still one sentence."""
+    fenced, start, buf = False, 0, []
+    for number, line in section.body:
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+            stripped = ""
+        if fenced:
+            continue
+        bullet = stripped[:2] in ("- ", "* ") or stripped[:3].rstrip(".").isdigit()
+        if not stripped or stripped.startswith(("#", "<!--")) or bullet:
+            if buf:
+                yield start, buf
+            buf = []
+            if not stripped or stripped.startswith(("#", "<!--")):
+                continue
+            stripped = stripped[2:] if stripped[:2] in ("- ", "* ") else stripped
+        if not buf:
+            start = number
+        buf.append(stripped)
+    if buf:
+        yield start, buf
+
+
 def _iter_sentences(card):
     for name in JUDGEMENT:
         sec = card.sections.get(name)
         if sec is None:
             continue
-        fenced = False
-        for number, line in sec.body:
-            if line.lstrip().startswith("```"):
-                fenced = not fenced
-                continue
-            if fenced or line.startswith("#"):
-                continue
-            for part in _SENTENCE_SPLIT.split(line):
+        for start, lines in _paragraphs(sec):
+            text = " ".join(lines)
+            offsets, pos = [], 0
+            for i, l in enumerate(lines):
+                offsets.append((pos, start + i))
+                pos += len(l) + 1
+            cursor = 0
+            for part in _SENTENCE_END.split(text):
+                idx = text.find(part, cursor)
+                cursor = idx + len(part)
                 norm = normalize_sentence(part)
-                if len([w for w in norm.split() if w not in ("c", "p", "n")]) >= 6:
-                    yield name, number, part.strip(), norm
+                if sum(1 for w in norm.split() if w != _BLANK) >= 6:
+                    line = max(n for off, n in offsets if off <= max(idx, 0))
+                    yield name, line, part.strip(), norm
 
 
 def _templated_index(ctx):
@@ -177,6 +280,7 @@ def _templated_index(ctx):
     if cached is None:
         index = defaultdict(set)
         for other in ctx.all_cards:
+            _load_cached(ctx, other)
             for _, _, _, norm in _sentences(other):
                 index[norm].add(ctx.card_id(other))
         cached = ctx._templated = index
@@ -198,12 +302,25 @@ def templated_sentence(ctx, card):
             yield _f(ctx, card, number, "P006", f"templated sentence also in {', '.join(others[:3])}: {raw[:60]!r}")
 
 
-def _section_shingles(card, k: int = 4) -> dict[str, set]:
+def _section_shingles(card) -> dict[str, set]:
+    cached = card.__dict__.get("_shingles")
+    if cached is None:
+        cached = card.__dict__["_shingles"] = _compute_shingles(card)
+    return cached
+
+
+def _compute_shingles(card, k: int = 4) -> dict[str, set]:
     """Four-word shingles per judgement section, from the already-normalized sentences."""
     words: dict[str, list[str]] = defaultdict(list)
     for name, _, _, norm in _sentences(card):
         words[name].extend(norm.split())
-    return {name: {tuple(w[i:i + k]) for i in range(max(0, len(w) - k + 1))} for name, w in words.items()}
+    # Keep a deterministic quarter of the shingles (by CRC): overlap ratios survive the
+    # sampling and the inverted index below shrinks fourfold.
+    out = {}
+    for name, w in words.items():
+        grams = {" ".join(w[i:i + k]) for i in range(max(0, len(w) - k + 1))}
+        out[name] = {g for g in grams if not zlib.crc32(g.encode()) & 3}
+    return out
 
 
 def _near_copies(ctx) -> dict[tuple[str, str], str]:
@@ -219,8 +336,9 @@ def _near_copies(ctx) -> dict[tuple[str, str], str]:
     postings: dict[tuple, list] = defaultdict(list)
     for other in ctx.all_cards:
         cid = ctx.card_id(other)
+        _load_cached(ctx, other)
         for name, sh in _section_shingles(other).items():
-            if len(sh) >= 8:
+            if len(sh) >= MIN_SHINGLES:
                 shingles[(cid, name)] = sh
                 for s in sh:
                     postings[(name, s)].append(cid)
@@ -236,6 +354,7 @@ def _near_copies(ctx) -> dict[tuple[str, str], str]:
                 result[(cid, name)] = other
                 break
     ctx._near_copies = result
+    _save_cache(ctx)
     return result
 
 
