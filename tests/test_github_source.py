@@ -14,7 +14,7 @@ from dossier.cli import main
 from dossier.config import load_config
 from dossier.context import Context
 from dossier.fetch import fetch_git
-from dossier.github_source import fetch_github
+from dossier.sources.github import fetch_github
 from github_standin import StandIn, github_files, resp
 
 TOKEN = "ghp_SENTINELtoken0123456789abcdef"

@@ -12,7 +12,7 @@ from dossier.config import load_config
 from dossier.errors import DossierError
 from dossier.evidence import lock_digest
 from dossier.fetch import fetch_git
-from dossier.gitsource import History, open_clone
+from dossier.sources.git import History, open_clone
 
 from conftest import git
 

@@ -102,6 +102,11 @@ def inputs_digest(ctx: Context) -> str:
     return h.hexdigest()[:16]
 
 
+def _strip_stamp(text: str) -> str:
+    m = _STAMP.search(text)
+    return text[: m.start()] if m else text
+
+
 def _stamp(body: str, inputs: str) -> str:
     output = hashlib.sha256(body.encode()).hexdigest()[:16]
     return f"{body}<!-- dossier-build inputs={inputs} output={output} -->\n"
@@ -129,8 +134,9 @@ def stale_outputs(ctx: Context) -> list[tuple[str, str | None, str]]:
             body = current[: m.start()] if m else current
             if m and m.group(1) == inputs and m.group(2) == hashlib.sha256(body.encode()).hexdigest()[:16]:
                 continue
-        expected = _stamp(render(ctx), inputs)
-        if current != expected:
+        body = render(ctx)
+        expected = _stamp(body, inputs)
+        if current is None or _strip_stamp(current) != body:
             out.append((rel, current, expected))
     return out
 

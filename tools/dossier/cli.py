@@ -74,7 +74,7 @@ def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title
         return
     kind = source_kind or ("git" if clone else "github")
     if kind == "github":
-        from .github_source import fetch_github
+        from .sources.github import fetch_github
 
         results = fetch_github(config, repo, numbers, api_url=api_url, max_age_s=max_age)
     else:

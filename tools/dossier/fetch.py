@@ -8,7 +8,7 @@ from pathlib import Path
 from .config import Config
 from .errors import DossierError
 from .evidence import build_lock, write_lock
-from .gitsource import History, open_clone, pr_meta
+from .sources.git import History, open_clone, pr_meta
 
 
 @dataclass

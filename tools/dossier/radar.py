@@ -215,7 +215,7 @@ def refresh(config: Config, api_url: str | None = None) -> RefreshReport:
     import requests
     from github.GithubException import GithubException
 
-    from . import github_source
+    from .sources import github as github_source
 
     radar = load(config.root, config.repos)
     if radar is None:

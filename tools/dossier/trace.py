@@ -53,7 +53,7 @@ def load_exclusions(root: Path) -> dict[tuple[str, int], str]:
 
 def trace(config: Config, repo: str, clone: str, families: list[str], ref: str = "HEAD",
           live: bool = False) -> list[TraceRow]:
-    from .gitsource import History, open_clone, pr_from_subject
+    from .sources.git import History, open_clone, pr_from_subject
 
     config.repo(repo)
     for name in families:

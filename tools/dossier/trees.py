@@ -106,7 +106,7 @@ def symbol_targets(config: Config, repo: str, paths: list[str]) -> list[str]:
 def list_tree(config: Config, repo: str, clone: str, ref: str = "HEAD") -> tuple[Path, Path, int]:
     """Write references/trees/<repo>.txt and <repo>.symbols.json; return paths and size."""
     config.repo(repo)
-    from .gitsource import History, open_clone  # GitPython is slow to import; only this command needs it
+    from .sources.git import History, open_clone  # GitPython is slow to import; only this command needs it
 
     history = History(open_clone(clone), ref)
     commit = history._resolve_ref()

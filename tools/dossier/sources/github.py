@@ -31,11 +31,11 @@ from github.GithubException import (
 )
 from github.GithubRetry import GithubRetry
 
-from .config import Config
-from .errors import DossierError
-from .evidence import build_lock
-from .fetch import FetchResult, _store
-from .fsio import write_atomic
+from ..config import Config
+from ..errors import DossierError
+from ..evidence import build_lock
+from ..fetch import FetchResult, _store
+from ..fsio import write_atomic
 
 DEFAULT_API = "https://api.github.com"
 MAX_LISTED_FILES = 3000  # GitHub's cap on GET /pulls/{n}/files

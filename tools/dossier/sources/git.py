@@ -9,7 +9,7 @@ from pathlib import Path
 
 import git
 
-from .errors import DossierError
+from ..errors import DossierError
 
 _SQUASH = re.compile(r"\(#(\d+)\)\s*$")
 _MERGE = re.compile(r"^Merge pull request #(\d+)\b")
