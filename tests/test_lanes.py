@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -178,15 +179,38 @@ def test_lane_needs_a_server_or_dry_run():
 
 def test_generated_media_decode_as_their_formats():
     sys.path.insert(0, str(ROOT / "playbook" / "lanes"))
-    import _lanelib as lib
+    import _audio
+    import _media
+    import _scoring
 
-    png = lib.png_image("circle", "red", 64)
+    png = _media.png_image("circle", "red", 64)
     assert png.startswith(b"\x89PNG") and b"LANE-TRUTH:red circle;" in png
-    frames = lib.moving_square_frames(["red", "blue"], 4, 32)
-    avi = lib.avi_video(frames, 32, 32, 2, "square red then blue", audio=lib.tone_pcm(1.0), audio_rate=16000)
-    assert avi[8:12] == b"AVI " and lib.avi_frames(avi) == frames
-    pcm, rate = lib.wav_pcm(lib.wav_bytes(lib.tone_pcm(0.5), 16000, "x"))
+    frames = _media.moving_square_frames(["red", "blue"], 4, 32)
+    avi = _media.avi_video(frames, 32, 32, 2, "square red then blue", audio=_audio.tone_pcm(1.0), audio_rate=16000)
+    assert avi[8:12] == b"AVI " and _media.avi_frames(avi) == frames
+    pcm, rate = _audio.wav_pcm(_audio.wav_bytes(_audio.tone_pcm(0.5), 16000, "x"))
     assert rate == 16000 and len(pcm) == 16000
-    assert len(lib.resample(pcm, 16000, 24000)) == 24000
-    assert lib.word_error_rate("the cat sat", "the cat sat") == 0
-    assert lib.word_error_rate("the cat sat", "a dog sat") == pytest.approx(2 / 3)
+    assert len(_audio.resample(pcm, 16000, 24000)) == 24000
+    assert _scoring.word_error_rate("the cat sat", "the cat sat") == 0
+    assert _scoring.word_error_rate("the cat sat", "a dog sat") == pytest.approx(2 / 3)
+
+
+def test_dry_run_into_a_closed_pipe_stops_quietly():
+    # `dossier lanes run ID -- --dry-run | head`: the reader is gone before the plan is printed.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        res = subprocess.run([sys.executable, str(ROOT / "playbook/lanes/vl_video.py"), "--dry-run"],
+                             stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=30)
+    finally:
+        os.close(write_end)
+    assert res.returncode == 141 and res.stderr == ""
+
+
+@pytest.mark.parametrize("script, flag, good", [("vl_video.py", "--video-input", "path"),
+                                               ("omni_av.py", "--inputs", "audio+video")])
+def test_unknown_input_style_is_one_line(script, flag, good):
+    res = subprocess.run([sys.executable, str(ROOT / "playbook/lanes" / script), flag, f"{good},bogus", "--dry-run"],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode != 0 and res.stdout.count("request: ") == 0
+    assert res.stderr.count("\n") == 1 and f"unknown {flag} ['bogus']" in res.stderr

@@ -1,8 +1,11 @@
-"""What the Qwen3-ASR lanes share: the server command, the clips and the WER check."""
+"""What the Qwen3-ASR lanes share: the server command, the clips, the upload and the WER check."""
 
 from __future__ import annotations
 
-from _lanelib import Lane, Speech, speech, word_error_rate
+from _audio import Speech, speech
+from _client import http, multipart
+from _lane import Lane
+from _scoring import word_error_rate
 
 SENTENCES = [
     "the quick brown fox jumps over the lazy dog",
@@ -32,6 +35,14 @@ class AsrLane(Lane):
 
     def clip(self, index: int) -> Speech:
         return self.clips[index % len(self.clips)]
+
+    def transcribe(self, args, base: str, clip: Speech, **fields):
+        """POST the clip to /v1/audio/transcriptions (multipart); the open response."""
+        fields = {"model": self.served(args), "response_format": "json", **fields}
+        if args.language:
+            fields["language"] = args.language
+        body, ctype = multipart(fields, {"file": ("audio.wav", clip.wav, "audio/wav")})
+        return http("POST", base + "/v1/audio/transcriptions", body, {"Content-Type": ctype}, args.timeout)
 
     def describe_audio(self, args) -> str:
         if args.audio_file:

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _asr import AsrLane  # noqa: E402
-from _lanelib import LaneError, Sample, http, main, multipart  # noqa: E402
-import json  # noqa: E402
+from _lane import LaneError, Sample  # noqa: E402
+from _runner import main  # noqa: E402
 
 
 class AsrOfflineLane(AsrLane):
@@ -24,12 +25,8 @@ class AsrOfflineLane(AsrLane):
 
     def send(self, args, base, index):
         clip = self.clip(index)
-        fields = {"model": self.served(args), "response_format": "json"}
-        if args.language:
-            fields["language"] = args.language
-        body, ctype = multipart(fields, {"file": ("audio.wav", clip.wav, "audio/wav")})
         start = time.perf_counter()
-        with http("POST", base + "/v1/audio/transcriptions", body, {"Content-Type": ctype}, args.timeout) as resp:
+        with self.transcribe(args, base, clip) as resp:
             raw = resp.read()
         latency = time.perf_counter() - start
         try:

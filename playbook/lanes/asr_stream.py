@@ -9,7 +9,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _asr import AsrLane  # noqa: E402
-from _lanelib import LaneError, Sample, http, main, multipart, sse_events  # noqa: E402
+from _client import sse_events  # noqa: E402
+from _lane import LaneError, Sample  # noqa: E402
+from _runner import main  # noqa: E402
 
 
 class AsrStreamLane(AsrLane):
@@ -23,12 +25,8 @@ class AsrStreamLane(AsrLane):
 
     def send(self, args, base, index):
         clip = self.clip(index)
-        fields = {"model": self.served(args), "response_format": "json", "stream": "true"}
-        if args.language:
-            fields["language"] = args.language
-        body, ctype = multipart(fields, {"file": ("audio.wav", clip.wav, "audio/wav")})
         start, ttft, parts = time.perf_counter(), None, []
-        with http("POST", base + "/v1/audio/transcriptions", body, {"Content-Type": ctype}, args.timeout) as resp:
+        with self.transcribe(args, base, clip, stream="true") as resp:
             if "text/event-stream" not in resp.headers.get("Content-Type", ""):
                 raise LaneError(f"stream=true answered {resp.headers.get('Content-Type')!r}, not text/event-stream")
             for at, event in sse_events(resp):
@@ -37,8 +35,7 @@ class AsrStreamLane(AsrLane):
                     if piece:
                         ttft = ttft if ttft is not None else at - start
                         parts.append(piece)
-        text = "".join(parts)
-        return Sample(time.perf_counter() - start, text, ttft=ttft, audio_seconds=clip.seconds,
+        return Sample(time.perf_counter() - start, "".join(parts), ttft=ttft, audio_seconds=clip.seconds,
                       extra={"reference": clip.reference})
 
 

@@ -17,7 +17,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _asr import AsrLane  # noqa: E402
-from _lanelib import LaneError, Sample, main, resample, wav_pcm  # noqa: E402
+from _audio import resample, wav_pcm  # noqa: E402
+from _lane import LaneError, Sample  # noqa: E402
+from _runner import main  # noqa: E402
 
 RATE = 16000
 

@@ -14,8 +14,12 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _lanelib import (COLOURS, Lane, Sample, avi_video, chat_stream, data_url, main,  # noqa: E402
-                      moving_square_frames, names, speech, wav_pcm)
+from _audio import speech, wav_pcm  # noqa: E402
+from _client import ask  # noqa: E402
+from _lane import Lane, Sample, comma_choices  # noqa: E402
+from _media import COLOURS, avi_video, data_url, moving_square_frames  # noqa: E402
+from _runner import main  # noqa: E402
+from _scoring import names  # noqa: E402
 
 QUESTION = "What colour is the square in the video?"
 MODES = ("audio+video", "audio-in-video")
@@ -35,10 +39,7 @@ class OmniAVLane(Lane):
         p.add_argument("--audio", dest="audio_file", help="Spoken question WAV (default: espeak-ng, else a tone).")
 
     def _modes(self, args):
-        modes = [m.strip() for m in args.inputs.split(",") if m.strip()]
-        if not modes or any(m not in MODES for m in modes):
-            raise SystemExit(f"lane {self.name}: error: --inputs takes {', '.join(MODES)}")
-        return modes
+        return comma_choices(self, "--inputs", args.inputs, MODES)
 
     def server_command(self, args):
         cmd = super().server_command(args)
@@ -77,20 +78,14 @@ class OmniAVLane(Lane):
         if mode == "audio+video":
             parts.append({"type": "audio_url", "audio_url": {"url": data_url("audio/wav", self.voice.wav)}})
         parts.append({"type": "text", "text": self._text()})
-        payload = {"model": self.served(args), "messages": [{"role": "user", "content": parts}],
-                   "max_tokens": args.max_tokens, "temperature": 0}
-        if mode == "audio-in-video":
-            payload["use_audio_in_video"] = True
-        res = chat_stream(base, payload, args.timeout)
+        extra = {"use_audio_in_video": True} if mode == "audio-in-video" else {}
+        res = ask(base, self.served(args), parts, args, **extra)
         ok = names(res["text"], colour)
         return Sample(res["latency"], res["text"], ttft=res["ttft"], mode=mode, ok=ok,
                       detail="" if ok else f"{mode}: expected {colour}")
 
-    def check(self, args, samples):
-        bad = [s for s in samples if not s.ok]
-        if bad:
-            return False, f"{len(bad)}/{len(samples)} answers wrong: {bad[0].detail}; got {bad[0].output[:120]!r}", {}
-        return True, f"all {len(samples)} answers name the square's colour (speech: {self.voice.source})", {}
+    def passed(self, args, samples):
+        return f"all {len(samples)} answers name the square's colour (speech: {self.voice.source})"
 
 
 if __name__ == "__main__":

@@ -17,8 +17,11 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _lanelib import (COLOURS, FileServer, Lane, LaneError, LaneSkip, Sample, avi_video, chat_stream,  # noqa: E402
-                      data_url, main, moving_square_frames, names, post_json)
+from _client import ask, post_json  # noqa: E402
+from _lane import Lane, LaneError, LaneSkip, Sample, comma_choices  # noqa: E402
+from _media import COLOURS, FileServer, avi_frames, avi_video, data_url, moving_square_frames  # noqa: E402
+from _runner import main  # noqa: E402
+from _scoring import names  # noqa: E402
 
 MODES = ("path", "url", "data-url", "processor")
 
@@ -42,11 +45,7 @@ class VideoLane(Lane):
         return "vl-long-video-chunked" if args.long else "vl-video"
 
     def _modes(self, args):
-        modes = [m.strip() for m in args.video_input.split(",") if m.strip()]
-        bad = [m for m in modes if m not in MODES]
-        if bad or not modes:
-            raise SystemExit(f"lane {self.name}: error: unknown --video-input {bad or modes}; choose from {MODES}")
-        return modes
+        return comma_choices(self, "--video-input", args.video_input, MODES)
 
     def server_command(self, args):
         cmd = super().server_command(args)
@@ -114,8 +113,7 @@ class VideoLane(Lane):
             url = {"path": path, "url": self.server.url(name) if self.server else "",
                    "data-url": None}[mode] or data_url("video/avi", open(path, "rb").read())
             parts = [{"type": "video_url", "video_url": {"url": url}}, {"type": "text", "text": self._question(args)}]
-            res = chat_stream(base, {"model": self.served(args), "messages": [{"role": "user", "content": parts}],
-                                     "max_tokens": args.max_tokens, "temperature": 0}, args.timeout)
+            res = ask(base, self.served(args), parts, args)
             text, latency, ttft = res["text"], res["latency"], res["ttft"]
         missing = [c for c in colours if not names(text, c)]
         return Sample(latency, text, ttft=ttft, mode=mode, ok=not missing,
@@ -128,8 +126,6 @@ class VideoLane(Lane):
             from transformers import AutoProcessor
         except ImportError:
             raise LaneSkip("processor mode needs numpy and transformers in this Python") from None
-        from _lanelib import avi_frames
-
         processor = AutoProcessor.from_pretrained(args.model)
         # AVI DIB frames are bottom-up BGR; the processor wants top-down RGB.
         frames = np.stack([np.frombuffer(f, np.uint8).reshape(args.size, args.size, 3)[::-1, :, ::-1]
@@ -147,11 +143,8 @@ class VideoLane(Lane):
             raise LaneError(f"unexpected /generate reply: {json.dumps(reply)[:120]}")
         return reply["text"], time.perf_counter() - start, None
 
-    def check(self, args, samples):
-        bad = [s for s in samples if not s.ok]
-        if bad:
-            return False, f"{len(bad)}/{len(samples)} answers wrong: {bad[0].detail}; got {bad[0].output[:120]!r}", {}
-        return True, f"all {len(samples)} answers name the square's colour(s)", {}
+    def passed(self, args, samples):
+        return f"all {len(samples)} answers name the square's colour(s)"
 
 
 if __name__ == "__main__":

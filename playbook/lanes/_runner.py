@@ -1,0 +1,148 @@
+"""The command line every lane shares: --dry-run, --launch, --server-url, the measured run, --compare.
+
+A lane script subclasses `_lane.Lane` and ends with `sys.exit(main(MyLane()))`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from _lane import Lane, LaneError, LaneSkip, Sample
+from _results import compare_table, print_table, summarize, write_result
+from _server import Launched, wait_healthy
+
+EXIT_FAIL, EXIT_ERROR = 1, 2
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a process killed by SIGPIPE (128 + 13)
+
+
+def build_parser(lane: Lane) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=(lane.__doc__ or lane.name).strip().splitlines()[0])
+    p.add_argument("--dry-run", action="store_true", help="Print the server command and requests; no network.")
+    p.add_argument("--launch", action="store_true", help="Start the server with the lane's flags and wait for /health.")
+    p.add_argument("--server-url", help="Use a running server (e.g. http://127.0.0.1:30000).")
+    p.add_argument("--server-cmd", help="Override the launch command (shell words; {model} and {port} are filled).")
+    p.add_argument("--model", default=lane.default_model, help="Model path or HF id (default: %(default)s).")
+    p.add_argument("--port", type=int, default=lane.default_port)
+    p.add_argument("--requests", type=int, default=8, help="Measured requests.")
+    p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--warmup", type=int, default=1, help="Unmeasured requests first.")
+    p.add_argument("--timeout", type=float, default=600, help="Per-request timeout (s).")
+    p.add_argument("--health-timeout", type=float, default=1200, help="How long --launch waits for /health (s).")
+    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument("--output", help="Write the JSON result here.")
+    p.add_argument("--log-dir", default=None, help="Where --launch writes server.log (default: a temp folder).")
+    p.add_argument("--lane-id", help="Registry id to label the result with (default: derived from the flags).")
+    p.add_argument("--served-name", default=None, help="Model name sent in requests (default: the lane's).")
+    p.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="Print the before/after table of two results.")
+    lane.add_arguments(p)
+    return p
+
+
+def launch_argv(lane: Lane, args) -> list[str]:
+    if args.server_cmd:
+        return [w.format(model=args.model, port=args.port) for w in shlex.split(args.server_cmd)]
+    return lane.server_command(args)
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _fail(lane: Lane, msg: str, code: int) -> int:
+    print(f"lane {lane.name}: error: {msg}", file=sys.stderr, flush=True)
+    return code
+
+
+def run_requests(lane: Lane, args, base: str) -> tuple[list[Sample], float]:
+    """Warm-up requests one by one, then the measured ones at --concurrency; (samples, wall seconds)."""
+    for i in range(args.warmup):
+        lane.send(args, base, -1 - i)
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=max(args.concurrency, 1)) as pool:
+        samples = list(pool.map(lambda i: lane.send(args, base, i), range(args.requests)))
+    return samples, time.perf_counter() - start
+
+
+def _compare(lane: Lane, paths: list[str]) -> int:
+    results = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                results.append(json.load(fh))
+        except (OSError, json.JSONDecodeError) as exc:
+            return _fail(lane, f"cannot read result: {exc}", EXIT_ERROR)
+    _say(compare_table(*results))
+    return 0
+
+
+def _dry_run(lane: Lane, args, argv_server: list[str], env: dict) -> int:
+    _say(f"lane: {lane.name} ({lane.repo})")
+    _say("server: " + " ".join(f"{k}={v}" for k, v in env.items()) + (" " if env else "") + shlex.join(argv_server))
+    _say(f"load: {args.requests} requests, concurrency {args.concurrency}, warmup {args.warmup}")
+    for line in lane.describe(args):
+        _say("request: " + line)
+    return 0
+
+
+def _measure(lane: Lane, args, argv_server: list[str], env: dict) -> int:
+    base = (args.server_url or f"http://127.0.0.1:{args.port}").rstrip("/")
+    server = None
+    workdir = tempfile.mkdtemp(prefix=f"lane-{lane.name}-")
+    try:
+        if args.launch:
+            _say("launching: " + shlex.join(argv_server))
+            server = Launched(argv_server, env, base, args.health_timeout, args.log_dir or workdir)
+        else:
+            wait_healthy(base, min(args.health_timeout, 30))
+        lane.prepare(args, workdir)
+        samples, wall = run_requests(lane, args, base)
+    except LaneSkip as exc:
+        _say(f"lane {lane.name}: SKIPPED - {exc}")
+        return 0
+    except LaneError as exc:
+        write_result(args, lane, "error", {}, [], str(exc))
+        return _fail(lane, str(exc), EXIT_ERROR)
+    finally:
+        lane.close()
+        if server:
+            server.stop()
+    passed, message, extra = lane.check(args, samples)
+    summary = summarize(samples, wall, extra.pop("wer", None))
+    summary.update(extra)
+    status = "pass" if passed else "fail"
+    write_result(args, lane, status, summary, samples, message)
+    print_table(lane.name, summary, status, message)
+    return 0 if passed else EXIT_FAIL
+
+
+def _main(lane: Lane, argv: list[str] | None) -> int:
+    args = build_parser(lane).parse_args(argv)
+    lane.name = args.lane_id or lane.label(args)
+    if args.compare:
+        return _compare(lane, args.compare)
+    if args.requests < 1 or args.concurrency < 1 or args.warmup < 0:
+        return _fail(lane, "--requests and --concurrency must be >= 1, --warmup >= 0", EXIT_ERROR)
+    argv_server, env = launch_argv(lane, args), lane.server_env(args)
+    if args.dry_run:
+        return _dry_run(lane, args, argv_server, env)
+    if not args.launch and not args.server_url:
+        return _fail(lane, "pass --server-url URL, --launch or --dry-run", EXIT_ERROR)
+    return _measure(lane, args, argv_server, env)
+
+
+def main(lane: Lane, argv: list[str] | None = None) -> int:
+    """Run `lane` with this command line (default: sys.argv); returns the exit code."""
+    try:
+        return _main(lane, argv)
+    except BrokenPipeError:
+        # The reader went away (`--dry-run | head`): stop quietly, as a SIGPIPE death would.
+        # Point stdout at /dev/null so the flush at interpreter exit does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE

@@ -1,0 +1,61 @@
+"""The server under test: wait for /health, or launch it in its own process group and stop it after."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+from _lane import LaneError
+
+
+def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None, log: str | None = None) -> None:
+    """Poll GET /health until 200; fail fast if the launched process dies."""
+    deadline = time.monotonic() + timeout
+    where = f" (server log: {log})" if log else ""
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise LaneError(f"server exited with code {proc.returncode} before becoming healthy{where}")
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as resp:
+                if resp.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.2)
+    raise LaneError(f"server at {url} did not become healthy within {timeout:g}s{where}")
+
+
+class Launched:
+    """A server we started: its own process group, output in a log file, stopped on exit."""
+
+    def __init__(self, argv: list[str], env: dict, url: str, timeout: float, log_dir: str):
+        os.makedirs(log_dir, exist_ok=True)
+        self.log = os.path.join(log_dir, "server.log")
+        self._fh = open(self.log, "wb")
+        try:
+            self.proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=self._fh,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:
+            self._fh.close()
+            raise LaneError(f"cannot start server {argv[0]!r}: {exc.strerror}") from None
+        try:
+            wait_healthy(url, timeout, self.proc, self.log)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=30)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self._fh.close()
