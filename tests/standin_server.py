@@ -38,6 +38,74 @@ def media_bytes(url: str) -> bytes:
         return fh.read()
 
 
+VIDEO_PAD, IMAGE_PAD, MERGE = 151656, 151655, 2  # Qwen-VL <|video_pad|>, <|image_pad|>, spatial merge
+COLOURS = {  # playbook/lanes/_media.py's palette, for reading a colour back out of pixel values
+    "red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 60, 220),
+    "yellow": (240, 200, 20), "purple": (130, 40, 160), "orange": (245, 130, 20),
+}
+
+
+def processor_output_truths(req: dict) -> list[str]:
+    """Check a /generate body the way SGLang reads a `format: "processor_output"` item; what the pixels show.
+
+    ValueError (a 400) for what upstream would reject or mis-read: no input_ids, not exactly one
+    processor_output item, a missing key, a grid that is not [[t, h, w], ...], feature rows that do
+    not add up to the grid, or a pad-token count in input_ids that does not match it. The pixel rows
+    are read as consecutive RGB triples in [0, 1] (the test's fake processor lays them out so).
+    A plain text /generate (no media) is answered from its prompt.
+    """
+    ids = req.get("input_ids")
+    media = [(key, req[key]) for key in ("video_data", "image_data") if req.get(key) is not None]
+    if not media and ids is None:
+        if isinstance(req.get("text"), str):
+            return []
+        raise ValueError("either text or input_ids should be provided")
+    if not isinstance(ids, list) or not ids or not all(isinstance(i, int) for i in ids):
+        raise ValueError("processor_output needs input_ids: a non-empty flat list of token ids")
+    if len(media) != 1:
+        raise ValueError(f"expected one of video_data or image_data, got {[k for k, _ in media]}")
+    key, items = media[0]
+    if not isinstance(items, list) or len(items) != 1 or not isinstance(items[0], dict):
+        raise ValueError(f"{key}: a processor_output must be the only item of a list")
+    item = items[0]
+    if item.get("format") != "processor_output":
+        raise ValueError(f"{key}[0].format is {item.get('format')!r}, expected 'processor_output'")
+    video = key == "video_data"
+    feature, grid_key, pad = ("pixel_values_videos", "video_grid_thw", VIDEO_PAD) if video else \
+        ("pixel_values", "image_grid_thw", IMAGE_PAD)
+    rows, grid = item.get(feature), item.get(grid_key)
+    if rows is None or grid is None:
+        raise ValueError(f"{key}[0] lacks {[k for k in (feature, grid_key) if item.get(k) is None]}")
+    if not (isinstance(grid, list) and grid and all(
+            isinstance(g, list) and len(g) == 3 and all(isinstance(x, int) and x > 0 for x in g) for g in grid)):
+        raise ValueError(f"{grid_key} must be a nested list [[t, h, w], ...] of positive ints, got {str(grid)[:60]}")
+    if not (isinstance(rows, list) and rows and all(isinstance(r, list) and len(r) == len(rows[0]) for r in rows)):
+        raise ValueError(f"{feature} must be a 2-D list (patches x features)")
+    patches = sum(t * h * w for t, h, w in grid)
+    if len(rows) != patches:
+        raise ValueError(f"{feature} has {len(rows)} rows but {grid_key} {grid} implies {patches}")
+    if any(h % MERGE or w % MERGE for _, h, w in grid):
+        raise ValueError(f"{grid_key} {grid}: h and w must be multiples of the merge size {MERGE}")
+    tokens = patches // (MERGE * MERGE)
+    if ids.count(pad) != tokens:
+        raise ValueError(f"input_ids hold {ids.count(pad)} pad tokens {pad}, {grid_key} implies {tokens}")
+    return [pixel_colour(rows)]
+
+
+def pixel_colour(rows: list[list[float]]) -> str:
+    """The palette colour nearest the most common non-white RGB triple."""
+    counts: dict[tuple, int] = {}
+    for row in rows:
+        for i in range(0, len(row) - 2, 3):
+            rgb = tuple(round(v * 255) for v in row[i:i + 3])
+            if min(rgb) < 235:
+                counts[rgb] = counts.get(rgb, 0) + 1
+    if not counts:
+        return "nothing but white"
+    rgb = max(counts, key=counts.get)
+    return "square " + min(COLOURS, key=lambda c: sum((a - b) ** 2 for a, b in zip(COLOURS[c], rgb)))
+
+
 def wav_chunk(seconds: float, rate: int = 24000) -> bytes:
     pcm = b"\x00\x01" * int(seconds * rate)
     fmt = struct.pack("<HHIIHH", 1, 1, rate, rate * 2, 2, 16)
@@ -243,7 +311,18 @@ def _handler(server: StandIn):
         def _generate(self, body: bytes):
             req = json.loads(body)
             server.requests.append(req)
-            self._json(200, {"text": server.answer("", []), "meta_info": {}})
+            try:
+                found = processor_output_truths(req)
+            except ValueError as exc:  # the shape of SGLang's 400 body
+                return self._json(400, {"object": "error", "message": str(exc), "type": "BadRequestError", "code": 400})
+            text = server.answer(req.get("text") or "", found)
+            meta = {"id": "g", "prompt_tokens": len(req.get("input_ids") or []),
+                    "completion_tokens": len(text.split()), "finish_reason": {"type": "stop"}}
+            if not req.get("stream"):
+                return self._json(200, {"text": text, "meta_info": meta})
+            words = text.split()  # SGLang's default stream: every event carries the whole text so far
+            self._sse({"text": " ".join(words[:i]), "meta_info": dict(meta, completion_tokens=i)}
+                      for i in range(1, len(words) + 1))
 
     return Handler
 

@@ -17,7 +17,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _client import ask, post_json  # noqa: E402
+from _client import ask, http, sse_events  # noqa: E402
 from _lane import Lane, LaneError, LaneSkip, Sample, comma_choices  # noqa: E402
 from _media import COLOURS, FileServer, avi_frames, avi_video, data_url, moving_square_frames  # noqa: E402
 from _runner import main  # noqa: E402
@@ -72,12 +72,16 @@ class VideoLane(Lane):
                 f"(AVI {self._frames(args)} frames {args.size}px @ {args.fps} fps, "
                 f"square {'/'.join(self._colours(args, 0))}); question: {self._question(args)!r}"
                 if mode != "processor" else
-                "POST /generate: HF processor output (pixel_values_videos, video_grid_thw, format=processor_output) "
-                "built with transformers.AutoProcessor on the client"
+                "POST /generate stream=true: input_ids + video_data=[HF processor output "
+                "(pixel_values_videos, video_grid_thw [[t, h, w]], format=processor_output)] "
+                f"built with transformers.AutoProcessor({args.model}) on the client"
                 for mode in self._modes(args)]
 
     def prepare(self, args, workdir):
         self.workdir, self.files, self.server, self.lock = workdir, {}, None, threading.Lock()
+        self.processor, self.payloads = None, {}
+        if "processor" in self._modes(args):
+            self.processor = load_processor(args.model)
         if "url" in self._modes(args):
             self.server = FileServer(workdir)
 
@@ -107,8 +111,9 @@ class VideoLane(Lane):
         colours = self._colours(args, index)
         name = self._video(args, colours)
         path = os.path.join(self.workdir, name)
+        meta = {}
         if mode == "processor":
-            text, latency, ttft = self._processor_request(args, base, path)
+            text, latency, ttft, meta = self._processor_request(args, base, path)
         else:
             url = {"path": path, "url": self.server.url(name) if self.server else "",
                    "data-url": None}[mode] or data_url("video/avi", open(path, "rb").read())
@@ -116,35 +121,105 @@ class VideoLane(Lane):
             res = ask(base, self.served(args), parts, args)
             text, latency, ttft = res["text"], res["latency"], res["ttft"]
         missing = [c for c in colours if not names(text, c)]
-        return Sample(latency, text, ttft=ttft, mode=mode, ok=not missing,
+        extra = {k: meta[k] for k in ("prompt_tokens", "completion_tokens") if k in meta}
+        return Sample(latency, text, ttft=ttft, mode=mode, ok=not missing, extra=extra,
                       detail=f"{mode}: expected {'/'.join(colours)}, missing {missing}" if missing else "")
 
     def _processor_request(self, args, base, path):
-        """Experimental: ship the HF processor's output instead of the raw video."""
-        try:
-            import numpy as np
-            from transformers import AutoProcessor
-        except ImportError:
-            raise LaneSkip("processor mode needs numpy and transformers in this Python") from None
-        processor = AutoProcessor.from_pretrained(args.model)
-        # AVI DIB frames are bottom-up BGR; the processor wants top-down RGB.
+        """POST /generate with the HF processor's output (SGLang's `format: "processor_output"` input).
+
+        Upstream (vlm_query.ipynb, base_processor.process_and_combine_mm_data) takes the prompt
+        from the top-level `input_ids` (already expanded to one video pad token per merged patch)
+        and each processor key from the single `video_data` item. The reply is streamed so TTFT
+        is the first event with text; each event carries the whole text so far (the default) or,
+        with --incremental-streaming-output, only the new piece.
+        """
+        payload = self._processor_payload(args, path)
+        start, text, ttft, meta = time.perf_counter(), "", None, {}
+        body = json.dumps(payload).encode()
+        with http("POST", base + "/generate", body, {"Content-Type": "application/json"}, args.timeout) as resp:
+            for at, event in sse_events(resp):
+                piece = event.get("text") or ""
+                if piece and ttft is None:
+                    ttft = at - start
+                text = piece if piece.startswith(text) else text + piece
+                meta = event.get("meta_info") or meta
+        return text, time.perf_counter() - start, ttft, meta
+
+    def _processor_payload(self, args, path):
+        """The /generate body for one clip; built once per clip (client-side work is not measured)."""
+        with self.lock:
+            if path not in self.payloads:
+                self.payloads[path] = self._build_payload(args, path)
+            return self.payloads[path]
+
+    def _build_payload(self, args, path):
+        import numpy as np
+
+        # AVI DIB frames are bottom-up BGR; the processor wants top-down RGB (T, H, W, 3).
         frames = np.stack([np.frombuffer(f, np.uint8).reshape(args.size, args.size, 3)[::-1, :, ::-1]
                            for f in avi_frames(open(path, "rb").read())])
         msgs = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": self._question(args)}]}]
-        prompt = processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
-        out = processor(text=[prompt], videos=[frames], return_tensors="np")
-        item = {"format": "processor_output", "pixel_values_videos": out["pixel_values_videos"].tolist(),
-                "video_grid_thw": out["video_grid_thw"].tolist()}
-        start = time.perf_counter()
-        reply = post_json(base + "/generate", {"input_ids": out["input_ids"][0].tolist(), "video_data": [item],
-                                               "sampling_params": {"max_new_tokens": args.max_tokens, "temperature": 0}},
-                          args.timeout)
-        if not isinstance(reply, dict) or "text" not in reply:
-            raise LaneError(f"unexpected /generate reply: {json.dumps(reply)[:120]}")
-        return reply["text"], time.perf_counter() - start, None
+        try:
+            prompt = self.processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
+            # The frames are already the ones to send: no resampling; fps for Qwen3-VL's timestamps.
+            meta = {"fps": args.fps, "total_num_frames": len(frames), "frames_indices": list(range(len(frames)))}
+            out = self.processor(text=[prompt], videos=[frames], video_metadata=[meta], do_sample_frames=False,
+                                 return_tensors="np")
+        except Exception as exc:  # noqa: BLE001 - any processor failure is one line
+            raise LaneError(f"the HF processor of {args.model} failed on the clip: "
+                            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        missing = [k for k in ("input_ids", "pixel_values_videos", "video_grid_thw") if k not in out]
+        if missing:
+            raise LaneError(f"the HF processor of {args.model} returned no {missing} (keys: {sorted(out)})")
+        # input_ids and attention_mask are the text side: input_ids goes top-level, the mask is unused.
+        item = {k: _jsonable(v) for k, v in out.items() if k not in ("input_ids", "attention_mask")}
+        item["format"] = "processor_output"
+        return {"input_ids": _jsonable(out["input_ids"])[0], "video_data": [item], "stream": True,
+                "sampling_params": {"max_new_tokens": args.max_tokens, "temperature": 0}}
 
     def passed(self, args, samples):
         return f"all {len(samples)} answers name the square's colour(s)"
+
+
+PIP_PROCESSOR = "python -m pip install numpy 'transformers>=4.57'"
+
+
+def load_processor(model: str):
+    """The model's HF processor; a missing library skips the lane, an unloadable processor is one line."""
+    missing = [m for m in ("numpy", "transformers") if not _importable(m)]
+    if missing:
+        raise LaneSkip(f"--video-input processor needs {' and '.join(missing)} on the client: {PIP_PROCESSOR}")
+    from transformers import AutoProcessor
+
+    try:
+        return AutoProcessor.from_pretrained(model)
+    except Exception as exc:  # noqa: BLE001 - hub, config and version errors all end the run the same way
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise LaneError(f"cannot load the HF processor of {model}: {type(exc).__name__}: {first}"[:300]) from None
+
+
+def _importable(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def _jsonable(value):
+    """Arrays to nested lists; grids stay nested ([[t, h, w]]) because upstream iterates their rows.
+
+    Floats are rounded to 4 decimals: the vision tower runs in bf16, and short decimals keep
+    the JSON body a third of full float64 reprs.
+    """
+    if not hasattr(value, "tolist"):
+        return value
+    if getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
+        import numpy as np
+
+        return np.round(value.astype(np.float64), 4).tolist()
+    return value.tolist()
 
 
 if __name__ == "__main__":
