@@ -115,7 +115,7 @@ def _stamp(body: str, inputs: str) -> str:
 def generated_outputs(ctx: Context) -> dict[str, str]:
     """Every generated file, relative path -> content; check compares, build writes."""
     inputs = inputs_digest(ctx)
-    return {rel: _stamp(render(ctx), inputs) for rel, render in _renderers(ctx).items()}
+    return {rel: _stamp(render_file(ctx), inputs) for rel, render_file in _renderers(ctx).items()}
 
 
 def stale_outputs(ctx: Context) -> list[tuple[str, str | None, str]]:
@@ -126,7 +126,7 @@ def stale_outputs(ctx: Context) -> list[tuple[str, str | None, str]]:
     """
     inputs = inputs_digest(ctx)
     out = []
-    for rel, render in _renderers(ctx).items():
+    for rel, render_file in _renderers(ctx).items():
         path = ctx.root / rel
         current = path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
         if current is not None:
@@ -134,7 +134,7 @@ def stale_outputs(ctx: Context) -> list[tuple[str, str | None, str]]:
             body = current[: m.start()] if m else current
             if m and m.group(1) == inputs and m.group(2) == hashlib.sha256(body.encode()).hexdigest()[:16]:
                 continue
-        body = render(ctx)
+        body = render_file(ctx)
         expected = _stamp(body, inputs)
         if current is None or _strip_stamp(current) != body:
             out.append((rel, current, expected))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import re
 import sys
 from dataclasses import dataclass, field
@@ -150,7 +149,3 @@ def load_config(root: Path | None = None) -> Config:
                 raise DossierError(f"{path}: family {name} names unknown repo {r!r}")
         families[name] = Family(name, spec.get("title", name), globs)
     return Config(root, repos, families)
-
-
-def fnmatch_any(path: str, patterns) -> bool:
-    return any(fnmatch.fnmatch(path, p) for p in patterns)

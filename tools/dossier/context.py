@@ -6,13 +6,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-import yaml
 
 from .cards import Card, parse_card
 from .config import Config
 from .errors import DossierError
 from .evidence import load_lock
-from .fsio import read_text, yaml_loader
+from .fsio import read_text
 
 TREES_DIR = "references/trees"
 
@@ -112,23 +111,15 @@ class Context:
                     out[(path.parent.name, int(path.stem))] = lock
         return out
 
-    def _yaml(self, rel: str) -> tuple[object, str | None]:
-        path = self.root / rel
-        if not path.exists():
-            return None, None
-        try:
-            return yaml.load(Loader=yaml_loader(), stream=read_text(path)), None
-        except DossierError as exc:
-            return None, str(exc)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            return None, f"{rel}:{(mark.line + 1) if mark else 1}: invalid YAML: {getattr(exc, 'problem', exc)}"
-
     @cached_property
     def lanes(self) -> dict[str, dict]:
-        data, _ = self._yaml("playbook/lanes.yaml")
-        lanes = (data or {}).get("lanes", []) if isinstance(data, dict) else []
-        return {l["id"]: l for l in lanes if isinstance(l, dict) and "id" in l}
+        """Registered lanes by id; an unusable registry yields none (rule L010 reports it)."""
+        from .lanes import load_lanes
+
+        try:
+            return {l["id"]: l for l in load_lanes(self.root) if "id" in l}
+        except DossierError:
+            return {}
 
     @cached_property
     def playbook_ids(self) -> set[str]:

@@ -7,7 +7,9 @@ here is picked up, so a new rule needs no edit elsewhere.
 import importlib
 import pkgutil
 
-from .base import RULES, Finding, Rule, rule  # noqa: F401
+from .base import RULES, Finding, Rule, rule  # noqa: F401 - the package's public names
+
+__all__ = ["RULES", "Finding", "Rule", "rule"]
 
 for _mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _mod != "base":
