@@ -181,3 +181,11 @@ def test_refetch_is_idempotent_and_atomic(upstream, kb):
     assert again.output.startswith("unchanged")
     leftovers = [p for p in (kb / "references/evidence/sglang").iterdir() if p.name.endswith(".tmp")]
     assert leftovers == []
+
+
+def test_diff_input_that_is_not_a_diff(kb, tmp_path):
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x7fELF\x00\x01binary garbage\n")
+    res = _cli(kb, "fetch", "sglang", "5", "--diff", str(junk), "--title", "x")
+    assert res.exit_code == 2 and "no unified diff found" in res.output
+    assert not (kb / "references/evidence/sglang/5.json").exists()

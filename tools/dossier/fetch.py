@@ -60,6 +60,8 @@ def lock_from_diff(config: Config, repo: str, pr: int, diff: bytes, title: str, 
         raise DossierError("the diff is empty; nothing to lock")
     meta = {"pr": pr, "title": title, "state": state, "merged": merged}
     lock = build_lock(meta, diff, {"kind": "diff"}, repo, reg.pr_url(pr))
+    if not lock["files"]:
+        raise DossierError("no unified diff found in the input (expected `diff --git` or ---/+++ file headers)")
     return _store(config, repo, pr, lock)
 
 
