@@ -293,3 +293,14 @@ def test_hand_edited_generated_file_is_stale(kb_card):
     assert [f.code for f in found] == ["B001"] and found[0].line > 1
     history.unlink()
     assert "missing" in findings(kb_card, select=["B"])[0].message
+
+
+def test_skill_names_unknown_file(kb_card):
+    trees = kb_card / "references/trees"
+    trees.mkdir(parents=True)
+    (trees / "sglang.txt").write_text("# listed from abc\npython/sglang/srt/models/qwen3_vl.py\n")
+    skill = kb_card / "SKILL.md"
+    skill.write_text("---\nname: good-name\ndescription: Use it.\n---\nOpen `python/sglang/srt/models/qwen3_vl.py`"
+                     " then `python/sglang/srt/models/qwen9_vl.py`.\n")
+    found = findings(kb_card, select=["K006"])
+    assert [(f.code, f.line) for f in found] == [("K006", 5)] and "qwen9_vl.py" in found[0].message

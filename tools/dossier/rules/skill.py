@@ -107,3 +107,27 @@ def skill_link(ctx):
             path = (ctx.root / target)
             if not path.exists():
                 yield Finding(SKILL, number, m.start(1) + 1, "K005", f"link target {target} does not exist")
+
+
+_CODE_PATH = re.compile(r"`((?:python|sglang_omni|test|docs|benchmark)/[\w./-]+\.\w+)`")
+
+
+@rule("K006", "skill-unknown-file", scope="project")
+def skill_unknown_file(ctx):
+    """SKILL.md names an upstream file that no lock or stored tree listing knows.
+
+    The skill sends the assistant to files; a path that drifted upstream (renamed, moved,
+    deleted) sends it nowhere. Refresh `references/trees/` or fix the path.
+    """
+    if ctx.card_paths is not None:
+        return
+    text, _, _ = _read_skill(ctx)
+    if text is None:
+        return
+    known = set().union(*ctx.known_files.values()) if ctx.known_files else set()
+    if not known:
+        return
+    for number, line in enumerate(text.split("\n"), start=1):
+        for m in _CODE_PATH.finditer(line):
+            if m.group(1) not in known:
+                yield Finding(SKILL, number, m.start(1) + 1, "K006", f"{m.group(1)} is not in any tree listing or lock")
