@@ -189,3 +189,19 @@ def test_diff_input_that_is_not_a_diff(kb, tmp_path):
     res = _cli(kb, "fetch", "sglang", "5", "--diff", str(junk), "--title", "x")
     assert res.exit_code == 2 and "no unified diff found" in res.output
     assert not (kb / "references/evidence/sglang/5.json").exists()
+
+
+def test_missing_blob_in_clone_is_recorded_not_fatal(upstream, kb):
+    """Snapshots lack large blobs: the PR's other files still lock, the missing one is noted."""
+    _seed(upstream)
+    upstream.write("tests/data/clip.mp4", b"\x00\x00\x00\x18ftypmp42" + bytes(range(256)))
+    upstream.write("run.sh", "echo with clip\n")
+    upstream.commit("add video input (#35)")
+    blob = upstream.run("rev-parse", "HEAD:tests/data/clip.mp4").strip()
+    (upstream.path / ".git/objects" / blob[:2] / blob[2:]).unlink()
+    res = _cli(kb, "fetch", "sglang", "35", "--clone", str(upstream.path))
+    assert res.exit_code == 0, res.output
+    lock = json.loads((kb / "references/evidence/sglang/35.json").read_text())
+    by = {f["path"]: f for f in lock["files"]}
+    assert by["tests/data/clip.mp4"]["binary"] and by["tests/data/clip.mp4"]["patch"] == "missing-object"
+    assert by["run.sh"]["additions"] == 1 and lock["source"]["kind"] == "git"

@@ -22,9 +22,9 @@ class FetchResult:
 def lock_from_git(config: Config, repo: str, history: History, pr: int) -> dict:
     reg = config.repo(repo)
     pc = history.find(pr)
-    diff = history.diff_bytes(pc)
+    diff, notes = history.diff_bytes(pc)
     source = {"kind": "git", "commit": pc.commit, "parent": pc.parent, "ref_kind": pc.kind}
-    return build_lock(pr_meta(pc), diff, source, repo, reg.pr_url(pr))
+    return build_lock({**pr_meta(pc), "file_notes": notes}, diff, source, repo, reg.pr_url(pr))
 
 
 def fetch_git(config: Config, repo: str, prs: list[int], clone: str, ref: str = "HEAD", progress=None) -> list[FetchResult]:

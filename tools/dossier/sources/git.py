@@ -102,14 +102,41 @@ class History:
         return PrCommit(pr, head, base, commit.summary, commit.author.name,
                         _iso_date(commit.committed_datetime.isoformat()), "pull-ref")
 
-    def diff_bytes(self, pc: PrCommit) -> bytes:
-        args = ["--no-color", "--no-ext-diff", "-M", "--src-prefix=a/", "--dst-prefix=b/"]
-        if pc.parent:
-            args += [pc.parent, pc.commit]
-        else:  # root commit: diff against the empty tree
-            args += ["4b825dc642cb6eb9a060e54bf8d69288fbee4904", pc.commit]
-        # Bytes, not str: a diff may carry non-UTF-8 content.
-        return self.repo.git.diff(*args, stdout_as_string=False)
+    _DIFF_ARGS = ("--no-color", "--no-ext-diff", "-M", "--src-prefix=a/", "--dst-prefix=b/")
+
+    def diff_bytes(self, pc: PrCommit) -> tuple[bytes, list[dict]]:
+        """The PR's diff, and notes on files whose content the clone lacks.
+
+        Snapshots and partial clones can miss large blobs; then the whole-diff call
+        fails, and each file is diffed on its own, a missing one recorded as binary
+        with a note instead of losing the PR.
+        """
+        base = pc.parent or "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # root: the empty tree
+        try:
+            # Bytes, not str: a diff may carry non-UTF-8 content.
+            return self.repo.git.diff(*self._DIFF_ARGS, base, pc.commit, stdout_as_string=False), []
+        except git.GitCommandError:
+            pass
+        try:
+            listing = self.repo.git.diff("--name-status", "-M", "-z", base, pc.commit)
+        except git.GitCommandError as exc:
+            raise DossierError(f"cannot diff {pc.commit[:12]}: {exc.stderr.strip().splitlines()[-1]}") from None
+        parts, chunks, notes = listing.split("\0"), [], []
+        i = 0
+        while i < len(parts) - 1:
+            status = parts[i]
+            paths = parts[i + 1:i + 3] if status[:1] in "RC" else parts[i + 1:i + 2]
+            i += 1 + len(paths)
+            try:
+                chunks.append(self.repo.git.diff(*self._DIFF_ARGS, base, pc.commit, "--", *paths,
+                                                 stdout_as_string=False))
+            except git.GitCommandError:
+                old, new = paths[0], paths[-1]
+                a = "/dev/null" if status == "A" else f"a/{old}"
+                b = "/dev/null" if status == "D" else f"b/{new}"
+                chunks.append(f"diff --git a/{old} b/{new}\nBinary files {a} and {b} differ\n".encode())
+                notes.append({"path": new, "patch": "missing-object"})
+        return b"".join(c if c.endswith(b"\n") or not c else c + b"\n" for c in chunks), notes
 
     def file_at(self, rev: str, path: str) -> bytes | None:
         try:
