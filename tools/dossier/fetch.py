@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import git
+
 from .config import Config
 from .errors import DossierError
 from .evidence import build_lock, write_lock
@@ -37,6 +39,9 @@ def fetch_git(config: Config, repo: str, prs: list[int], clone: str, ref: str = 
             results.append(_store(config, repo, pr, lock))
         except DossierError as exc:
             results.append(FetchResult(pr, error=str(exc)))
+        except git.GitCommandError as exc:  # anything else git refuses: one line, keep going
+            detail = (exc.stderr or "").strip().splitlines()
+            results.append(FetchResult(pr, error=f"git failed: {detail[-1] if detail else exc}"))
         if progress:
             progress(pr)
     return results
