@@ -304,3 +304,16 @@ def test_skill_names_unknown_file(kb_card):
                      " then `python/sglang/srt/models/qwen9_vl.py`.\n")
     found = findings(kb_card, select=["K006"])
     assert [(f.code, f.line) for f in found] == [("K006", 5)] and "qwen9_vl.py" in found[0].message
+
+
+def test_crashing_rule_becomes_x000(kb_card, monkeypatch):
+    from dossier.rules import RULES
+
+    def boom(ctx, card):
+        raise KeyError("surprise")
+        yield  # pragma: no cover
+
+    import dataclasses
+    monkeypatch.setitem(RULES, "P002", dataclasses.replace(RULES["P002"], func=boom))
+    found = findings(kb_card, select=["P002", "X"])
+    assert [f.code for f in found] == ["X000"] and "P002" in found[0].message and "KeyError" in found[0].message
