@@ -149,6 +149,8 @@ def test_good_card_passes(kb_card):
     ("Run the `vl-single-image` lane before and after with `--requests 50` and compare\nTTFT p50; the nsys timeline "
      "should show one copy instead of one per image.", "Measure the latency before and after this change on a "
      "single image request and make sure the numbers improved; the timeline should show a single copy.", "P005"),
+    ("TTFT p50; the nsys timeline", "TTFT p50. This PR improves performance. The nsys timeline", "P008"),
+    ("should show one copy instead of one per image.", "should show one copy; see the diff for details.", "P008"),
     ("lanes: [vl-single-image]", "lanes: [vl-single-image, vl-teleport]", "L001"),
     ("symptoms: []", "symptoms: [no-such-symptom]", "L002"),
 ])

@@ -371,3 +371,37 @@ def near_copy_section(ctx, card):
         other = copies.get((me, name))
         if other:
             yield _f(ctx, card, card.sections[name].line, "P007", f"'{name}' is a near-copy of {other}")
+
+
+_STOCK = re.compile(
+    r"\b(?:this (?:pr|change|patch) (?:improves|optimizes|adds support for|fixes (?:a|the) bug)"
+    r"|improves? (?:the )?performance(?: significantly| a lot)?[.;]"
+    r"|as (?:the|its) title (?:says|suggests)|see the (?:pr|diff) for details|refer to the (?:pr|diff)"
+    r"|(?:various|several|some) (?:improvements|fixes|optimizations)[.;]"
+    r"|should (?:be|run) faster[.;]|for better performance[.;]|run the (?:usual|relevant|standard) tests"
+    r"|verify (?:that )?(?:it|everything) works)",
+    re.IGNORECASE,
+)
+
+
+@rule("P008", "stock-phrase")
+def stock_phrase(ctx, card):
+    """A judgement section uses a stock phrase that would fit any PR.
+
+    "This PR improves performance.", "see the diff for details", "run the relevant
+    tests": say what got faster, by how much, where in the diff, and which test.
+    """
+    for name in JUDGEMENT:
+        sec = card.sections.get(name)
+        if sec is None:
+            continue
+        fenced = False
+        for number, line in sec.body:
+            if line.lstrip().startswith("```"):
+                fenced = not fenced
+                continue
+            if fenced:
+                continue
+            m = _STOCK.search(_CODE_SPAN.sub(" ", line))
+            if m:
+                yield _f(ctx, card, number, "P008", f"stock phrase {m.group(0).strip()!r}: say what this diff did")
