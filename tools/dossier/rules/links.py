@@ -95,3 +95,16 @@ def family_glob_matches_nothing(ctx):
                 if not re.search(f"^{pattern}$", listing, re.MULTILINE):
                     line = next((i for i, l in enumerate(lines, 1) if f'"{g}"' in l), 1)
                     yield Finding(CONFIG_NAME, line, 1, "L030", f"{fam.name} glob {g!r} matches no known {repo} file")
+
+
+@rule("L009", "symptom-not-cited-back", scope="project")
+def symptom_not_cited_back(ctx):
+    """A card names a playbook symptom whose entry does not list the card.
+
+    The card's `symptoms:` and the entry's `cards:` must agree, or the playbook sends
+    users past the PR that changed their path. `dossier link` adds the citations.
+    """
+    from ..link import missing_links
+
+    for rel, number, entry, add in missing_links(ctx):
+        yield Finding(rel, number, 1, "L009", f"entry '{entry}' does not cite {', '.join(add)}; run `dossier link`")

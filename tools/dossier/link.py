@@ -1,0 +1,97 @@
+"""`dossier link`: cite each card in the playbook entries its `symptoms:` names.
+
+A card says which symptoms it concerns; the playbook entry lists the cards that
+changed that path, newest first. This command writes the second from the first,
+touching only the one-line `cards: [...]` lists, so comments and layout stay.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from .config import load_config
+from .context import Context
+from .errors import DossierError
+from .fsio import read_text, write_atomic
+from .playbook import playbook_files
+
+_ENTRY = re.compile(r"^\s*- id:\s*(\S+)\s*$")
+_CARDS = re.compile(r"^(\s*cards:\s*)\[(.*)\]\s*$")
+
+
+def card_symptoms(ctx: Context) -> dict[str, list[str]]:
+    """Playbook id -> ids of the cards whose frontmatter names it."""
+    out: dict[str, list[str]] = {}
+    for card in ctx.all_cards:
+        for sid in (card.meta or {}).get("symptoms") or []:
+            out.setdefault(str(sid), []).append(ctx.card_id(card))
+    return out
+
+
+def _merged(ctx: Context, cid: str) -> tuple[str, int]:
+    repo, pr = cid.split("/", 1)
+    lock = ctx.lock_for(repo, int(pr))[0] if pr.isdigit() else None
+    return ((lock or {}).get("merged") or "", int(pr) if pr.isdigit() else 0)
+
+
+def missing_links(ctx: Context) -> list[tuple[str, int, str, list[str]]]:
+    """(playbook file, line, entry id, cards to add) for every entry that misses a card citing it."""
+    wanted = card_symptoms(ctx)
+    out = []
+    for path in playbook_files(ctx.root):
+        entry = None
+        for number, line in enumerate(read_text(path).split("\n"), start=1):
+            m = _ENTRY.match(line)
+            if m:
+                entry = m.group(1)
+                continue
+            m = _CARDS.match(line)
+            if m and entry in wanted:
+                have = {c.strip() for c in m.group(2).split(",") if c.strip()}
+                add = sorted(set(wanted[entry]) - have)
+                if add:
+                    out.append((ctx.rel(path), number, entry, add))
+    return out
+
+
+def link(ctx: Context) -> list[str]:
+    """Add the missing citations in place, newest card first; returns one line per change."""
+    changes = []
+    by_file: dict[str, dict[int, list[str]]] = {}
+    for rel, number, entry, add in missing_links(ctx):
+        by_file.setdefault(rel, {})[number] = add
+        changes.append(f"{rel}:{number}: {entry} += {', '.join(add)}")
+    for rel, edits in by_file.items():
+        path = ctx.root / rel
+        lines = read_text(path).split("\n")
+        for number, add in edits.items():
+            m = _CARDS.match(lines[number - 1])
+            have = [c.strip() for c in m.group(2).split(",") if c.strip()]
+            cards = sorted(set(have) | set(add), key=lambda c: _merged(ctx, c), reverse=True)
+            lines[number - 1] = f"{m.group(1)}[{', '.join(cards)}]"
+        write_atomic(path, "\n".join(lines))
+    return changes
+
+
+@click.command("link")
+@click.option("--check", "check_only", is_flag=True, help="Only list what is missing; exit 1 if anything is.")
+@click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT")
+def command(check_only, root):
+    """Cite each card in the playbook entries named by its `symptoms:` (newest first)."""
+    ctx = Context(load_config(Path(root) if root else None))
+    if check_only:
+        missing = missing_links(ctx)
+        for rel, number, entry, add in missing:
+            click.echo(f"{rel}:{number}: {entry} does not cite {', '.join(add)}")
+        raise SystemExit(1 if missing else 0)
+    try:
+        changes = link(ctx)
+    except (AttributeError, ValueError) as exc:  # a hand-edited line that no longer parses
+        raise DossierError(f"cannot update the playbook: {exc}") from None
+    for line in changes:
+        click.echo(line)
+    if not changes:
+        click.echo("every card is cited by the entries it names", err=True)
