@@ -319,3 +319,8 @@ def test_crashing_rule_becomes_x000(kb_card, monkeypatch):
     monkeypatch.setitem(RULES, "P002", dataclasses.replace(RULES["P002"], func=boom))
     found = findings(kb_card, select=["P002", "X"])
     assert [f.code for f in found] == ["X000"] and "P002" in found[0].message and "KeyError" in found[0].message
+
+
+def test_excerpt_heading_may_keep_function_context(kb_card):
+    edit(kb_card, "`@@ -3,4 +3,5 @@`", "`@@ -3,4 +3,5 @@ import torch`")
+    assert findings(kb_card, select=["G", "P"]) == []

@@ -18,7 +18,8 @@ KINDS = ("perf", "feature", "new-model", "bugfix", "hardware", "docs", "refactor
 STATES = ("merged", "open", "closed")
 
 _HEADING = re.compile(r"^(#{2,3})\s+(.*?)\s*$")
-_EXCERPT_HEAD = re.compile(r"^###\s+`([^`]+)`(?:\s+`(@@[^`]*@@)`)?\s*$")
+# The hunk may carry git's function context after the closing @@, as `dossier new` lists it.
+_EXCERPT_HEAD = re.compile(r"^###\s+`([^`]+)`(?:\s+`(@@[^`@]*@@)[^`]*`)?\s*$")
 _BULLET_PATH = re.compile(r"^\s*[-*]\s+`([^`]+)`")
 
 
