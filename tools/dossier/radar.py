@@ -210,6 +210,17 @@ class RefreshReport:
     failures: list[str]
 
 
+def load_or_fail(config: Config, when_missing: str, hint: str = ""):
+    """The radar for a command that needs a usable one: one clear error line otherwise."""
+    radar = load(config.root, config.repos)
+    if radar is None:
+        raise DossierError(f"no {RADAR_FILE}; {when_missing}")
+    if radar.problems:
+        line, message = radar.problems[0]
+        raise DossierError(f"{RADAR_FILE}:{line}: {message}{hint}")
+    return radar
+
+
 def refresh(config: Config, api_url: str | None = None) -> RefreshReport:
     """Ask GitHub for the state of every numbered entry; return the new text and a report."""
     import requests
@@ -217,12 +228,7 @@ def refresh(config: Config, api_url: str | None = None) -> RefreshReport:
 
     from .sources import github as github_source
 
-    radar = load(config.root, config.repos)
-    if radar is None:
-        raise DossierError(f"no {RADAR_FILE}; nothing to refresh")
-    if radar.problems:
-        line, message = radar.problems[0]
-        raise DossierError(f"{RADAR_FILE}:{line}: {message}; fix it before refreshing")
+    radar = load_or_fail(config, "nothing to refresh", "; fix it before refreshing")
     root = github_source.api_root(api_url)
     gh = github_source.client(root).withLazy(True)
     checked = today().isoformat()
@@ -326,12 +332,7 @@ def command(do_refresh, api_url, root):
         if report.failures:
             sys.exit(1)
         return
-    radar = load(config.root, config.repos)
-    if radar is None:
-        raise DossierError(f"no {RADAR_FILE}; add open items there")
-    if radar.problems:
-        line, message = radar.problems[0]
-        raise DossierError(f"{RADAR_FILE}:{line}: {message}")
+    radar = load_or_fail(config, "add open items there")
     now, limit = today(), max_age_days(config.root)
     for item in radar.items:
         d = item.data
