@@ -21,6 +21,9 @@ _HEADING = re.compile(r"^(#{2,3})\s+(.*?)\s*$")
 # The hunk may carry git's function context after the closing @@, as `dossier new` lists it.
 _EXCERPT_HEAD = re.compile(r"^###\s+`([^`]+)`(?:\s+`(@@[^`@]*@@)[^`]*`)?\s*$")
 _BULLET_PATH = re.compile(r"^\s*[-*]\s+`([^`]+)`")
+_BULLET = re.compile(r"^\s*[-*]\s+\S")
+# A test named the way pytest names it: `path/to/test_x.py::TestCase::test_name`.
+TEST_REF = re.compile(r"`([\w./-]+\.py)::([A-Za-z_][\w]*(?:::[A-Za-z_][\w]*)?)`")
 
 
 @dataclass
@@ -64,6 +67,18 @@ class Card:
     sections: dict[str, Section]
     excerpts: list[Excerpt]
     reviewed: dict[str, list[tuple[int, str]]]
+    # Reviewed-files bullets outside a role subsection or without a backticked path.
+    reviewed_strays: list[tuple[int, str]] = field(default_factory=list)
+
+    def test_refs(self, *sections: str) -> list[tuple[int, int, str, str]]:
+        """(line, col, path, name) of every `file.py::name` test reference in these sections."""
+        out = []
+        for name in sections or tuple(self.sections):
+            sec = self.sections.get(name)
+            for number, text in sec.body if sec else []:
+                for m in TEST_REF.finditer(text):
+                    out.append((number, m.start() + 1, m.group(1), m.group(2)))
+        return out
 
     def key_line(self, key: str) -> int:
         return self.meta_lines.get(key, 2)
@@ -105,6 +120,7 @@ def parse_card(path: Path, text: str) -> Card:
     sections: dict[str, Section] = {}
     excerpts: list[Excerpt] = []
     reviewed: dict[str, list[tuple[int, str]]] = {}
+    strays: list[tuple[int, str]] = []
     current: Section | None = None
     group: str | None = None
     excerpt: Excerpt | None = None
@@ -136,11 +152,17 @@ def parse_card(path: Path, text: str) -> Card:
             if m and len(m.group(1)) == 3:
                 group = m.group(2)
                 reviewed.setdefault(group, [])
-            else:
+                if group not in FILE_GROUPS:
+                    strays.append((number, f"subsection '### {group}' is not a role: use one of {', '.join(FILE_GROUPS)}"))
+            elif _BULLET.match(line):
                 bm = _BULLET_PATH.match(line)
-                if bm:
-                    reviewed.setdefault(group or "Other", []).append((number, bm.group(1)))
-    return Card(path, text, meta, meta_error, meta_lines, body_start, sections, excerpts, reviewed)
+                if group is None:
+                    strays.append((number, "bullet outside a role subsection (### Runtime, ### Tests, ...)"))
+                elif bm is None:
+                    strays.append((number, "bullet does not start with a backticked path"))
+                else:
+                    reviewed[group].append((number, bm.group(1)))
+    return Card(path, text, meta, meta_error, meta_lines, body_start, sections, excerpts, reviewed, strays)
 
 
 def classify_file(path: str) -> str:

@@ -21,6 +21,7 @@ class Context:
     config: Config
     card_paths: list[Path] | None = None  # None: every card
     sources: dict[str, str] = field(default_factory=dict)  # repo -> clone path for --source
+    histories: dict = field(default_factory=dict)  # repo -> sources.git.History, opened on demand
 
     @property
     def root(self) -> Path:
@@ -100,6 +101,23 @@ class Context:
         if not stem.isdigit():
             return None
         return self.lock_for(repo, int(stem))[0]
+
+    def history(self, repo: str):
+        """The --source clone's history for `repo`, opened once per check."""
+        from .sources.git import History, open_clone
+
+        if repo not in self.histories:
+            self.histories[repo] = History(open_clone(self.sources[repo]))
+        return self.histories[repo]
+
+    def names_in_clone(self, repo: str, lock: dict, path: str) -> list[str] | None:
+        """Names `path` defines at the lock's commit, read from the --source clone; None without one."""
+        if repo not in self.sources or not lock.get("source", {}).get("commit"):
+            return None
+        from .evidence import defined_names
+
+        blob = self.history(repo).file_at(lock["source"]["commit"], path)
+        return defined_names(blob.decode("utf-8", "surrogateescape")) if blob is not None else []
 
     @cached_property
     def all_locks(self) -> dict[tuple[str, int], dict]:

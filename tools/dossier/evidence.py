@@ -17,7 +17,9 @@ from . import __version__
 from .errors import DossierError
 from .fsio import read_text, write_atomic
 
-SCHEMA = 1
+# Schema 2: line hashes live per hunk, in diff order, and keep leading whitespace,
+# so an excerpt can be checked as a contiguous, in-order, exactly indented quotation.
+SCHEMA = 2
 LINE_HASH_LEN = 10
 _DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 _SECTION_NAME = re.compile(r"(?:def|class)\s+([A-Za-z_]\w*)")
@@ -25,12 +27,40 @@ _ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]{2,})\s*[:=]")
 
 
 def line_hash(sign: str, text: str) -> str:
-    """Sign plus short hash of one diff line; indentation and trailing space do not count.
+    """Sign plus short hash of one diff line; leading whitespace counts, trailing does not.
 
     The sign stays readable so `trace --live` can tell added lines from removed ones.
     """
-    digest = hashlib.sha256(text.strip().encode("utf-8", "surrogateescape"))
+    digest = hashlib.sha256(text.rstrip().encode("utf-8", "surrogateescape"))
     return sign + digest.hexdigest()[:LINE_HASH_LEN]
+
+
+def file_lines(facts: dict) -> list[str]:
+    """Every line hash of one file of a lock, in diff order (hunks concatenated)."""
+    return [h for hunk in facts.get("hunks", []) for h in hunk.get("lines", [])]
+
+
+_DEF_INDENT = re.compile(r"^(\s*)(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
+
+
+def defined_names(source: str) -> list[str]:
+    """Names a Python file defines: top-level `def`/`class`, and `Class::method` one level in.
+
+    What `dossier check` needs to verify a `tests/x.py::TestY::test_z` reference,
+    and nothing of the code itself.
+    """
+    names, current_class = set(), None
+    for line in source.splitlines():
+        m = _DEF_INDENT.match(line)
+        if not m:
+            continue
+        indent, name = len(m.group(1).expandtabs()), m.group(2)
+        if indent == 0:
+            names.add(name)
+            current_class = name if line.lstrip().startswith("class") else None
+        elif current_class:
+            names.add(f"{current_class}::{name}")
+    return sorted(names)
 
 
 def decode_diff(data: bytes | str) -> tuple[str, bool]:
@@ -73,11 +103,12 @@ def file_facts(pf: unidiff.PatchedFile) -> dict:
     old_path = _strip_prefix(pf.source_file)
     new_path = _strip_prefix(pf.target_file)
     path = new_path or old_path or pf.path
-    hunks, symbols, lines = [], [], []
+    hunks, symbols = [], []
     for hunk in pf:
         header = f"@@ -{hunk.source_start},{hunk.source_length} +{hunk.target_start},{hunk.target_length} @@"
         section = (hunk.section_header or "").strip()
-        hunks.append({"header": header, "section": section})
+        lines: list[str] = []
+        hunks.append({"header": header, "section": section, "lines": lines})
         m = _SECTION_NAME.search(section)
         if m:
             symbols.append(m.group(1))
@@ -100,7 +131,6 @@ def file_facts(pf: unidiff.PatchedFile) -> dict:
         "deletions": pf.removed,
         "hunks": hunks,
         "symbols": sorted(set(symbols)),
-        "lines": lines,
     }
     if "old mode" in info:
         facts["mode_change"] = True
@@ -150,7 +180,7 @@ def build_lock(meta: dict, diff: bytes | str, source: dict, repo_name: str, url:
             "files": len(files),
             "additions": additions,
             "deletions": deletions,
-            "diff_lines": sum(len(f["lines"]) for f in files),
+            "diff_lines": sum(len(file_lines(f)) for f in files),
         },
         "diff_sha256": hashlib.sha256(
             normalized_diff(patch).encode("utf-8", "surrogateescape")

@@ -9,7 +9,9 @@ import git
 
 from .config import Config
 from .errors import DossierError
-from .evidence import build_lock, write_lock
+from .cards import TEST_REF, classify_file
+from .evidence import build_lock, defined_names, lock_digest, write_lock
+from .fsio import read_text
 from .sources.git import History, open_clone, pr_meta
 
 
@@ -26,7 +28,35 @@ def lock_from_git(config: Config, repo: str, history: History, pr: int) -> dict:
     pc = history.find(pr)
     diff, notes = history.diff_bytes(pc)
     source = {"kind": "git", "commit": pc.commit, "parent": pc.parent, "ref_kind": pc.kind}
-    return build_lock({**pr_meta(pc), "file_notes": notes}, diff, source, repo, reg.pr_url(pr))
+    lock = build_lock({**pr_meta(pc), "file_notes": notes}, diff, source, repo, reg.pr_url(pr))
+    symbols = test_symbols(history, pc.commit, _test_paths(config, repo, pr, lock))
+    if symbols:
+        lock["test_symbols"] = symbols
+        lock["lock_sha256"] = lock_digest(lock)
+    return lock
+
+
+def _test_paths(config: Config, repo: str, pr: int, lock: dict) -> list[str]:
+    """Test files the lock should know the names of: those in the diff, and those the card cites."""
+    paths = {f["path"] for f in lock["files"]
+             if f["path"].endswith(".py") and f["status"] != "deleted" and classify_file(f["path"]) == "Tests"}
+    card = config.card_path(repo, pr)
+    if card.exists():
+        try:
+            text = read_text(card)
+        except DossierError:
+            text = ""
+        paths.update(m.group(1) for m in TEST_REF.finditer(text))
+    return sorted(paths)
+
+
+def test_symbols(history: History, commit: str, paths: list[str]) -> dict[str, list[str]]:
+    """Names each test file defines at the merge commit (no code); a missing file maps to []."""
+    out = {}
+    for path in paths:
+        blob = history.file_at(commit, path)
+        out[path] = defined_names(blob.decode("utf-8", "surrogateescape")) if blob is not None else []
+    return out
 
 
 def fetch_git(config: Config, repo: str, prs: list[int], clone: str, ref: str = "HEAD", progress=None) -> list[FetchResult]:
@@ -72,10 +102,7 @@ def lock_from_diff(config: Config, repo: str, pr: int, diff: bytes, title: str, 
 
 def fresh_lock_from_git(ctx, repo: str, pr: int) -> tuple[dict | None, str | None]:
     """Rebuild a lock from the clone named by --source (for G005), cached per repo."""
-    cache = ctx.__dict__.setdefault("_histories", {})
     try:
-        if repo not in cache:
-            cache[repo] = History(open_clone(ctx.sources[repo]))
-        return lock_from_git(ctx.config, repo, cache[repo], pr), None
+        return lock_from_git(ctx.config, repo, ctx.history(repo), pr), None
     except DossierError as exc:
         return None, str(exc)

@@ -9,14 +9,16 @@ import yaml
 
 from .config import Config
 from .errors import DossierError
-from .evidence import line_hash, load_lock
+from .evidence import file_lines, line_hash, load_lock
 from .fsio import read_text, yaml_loader
 
 EXCLUSIONS = "references/trace-exclusions.yaml"
 LIVE_THRESHOLD = 0.8
 # Lines so common that finding them in HEAD proves nothing about a card's code.
-_TRIVIAL = {line_hash("+", t) for t in ("", ")", "]", "}", "),", "],", "else:", "pass", "return", "try:",
-                                         "return None", "else", "break", "continue", "finally:", '"""', "):")}
+# Hashes keep indentation, so each trivial line is hashed at every common depth.
+_TRIVIAL = {line_hash("+", " " * depth + t) for depth in range(0, 41)
+            for t in ("", ")", "]", "}", "),", "],", "else:", "pass", "return", "try:",
+                      "return None", "else", "break", "continue", "finally:", '"""', "):")}
 
 
 @dataclass
@@ -92,7 +94,7 @@ def liveness(config: Config, history, repo: str, pr: int) -> dict:
     lock = load_lock(config.lock_path(repo, pr))
     total = found = 0
     for f in lock["files"]:
-        added = [h for h in f["lines"] if h.startswith("+") and h not in _TRIVIAL]
+        added = [h for h in file_lines(f) if h.startswith("+") and h not in _TRIVIAL]
         if not added:
             continue
         blob = history.file_at(history.ref, f["path"])

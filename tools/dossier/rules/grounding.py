@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from ..evidence import file_index, line_hash, lock_digest
+import re
+
+from ..evidence import SCHEMA, file_index, lock_digest
+from ..quotes import match_block
 from .base import Finding, rule
 
 MAX_EXCERPT_LINES = 40
@@ -13,35 +16,35 @@ def _f(ctx, card, line, code, msg, col=1):
     return Finding(ctx.rel(card.path), line, col, code, msg)
 
 
-@rule("G001", "excerpt-not-in-diff")
-def excerpt_not_in_diff(ctx, card):
-    """An excerpt line is not a line of that file's diff.
+@rule("G001", "excerpt-not-quotation")
+def excerpt_not_quotation(ctx, card):
+    """An excerpt is not an exact quotation of that file's diff.
 
-    Every line inside a `diff` block under `### \\`path\\`` must be a real `+`, `-` or
-    context line of that file in the PR's diff; the lock holds a hash of each one.
-    Indentation does not count, everything else does.
+    A ```diff block under `### \\`path\\`` holds one or more runs separated by a
+    `...` line (an elision); a hunk header inside the block also starts a run, confined
+    to that hunk, and a hunk named in the heading confines the first run. Each run must
+    be a contiguous, in-order run of one hunk of the file, with the exact sign (`+`, `-`,
+    or a space for context) and the exact indentation; runs follow the diff's order.
+    The whole block may be dedented uniformly; nothing else may change. Swapped lines,
+    a dropped middle line, a context line shown as `+`, a re-indented line, and lines
+    of two hunks with no `...` between them all fire. The lock holds the ordered
+    per-hunk hashes this is checked against (schema 2).
     """
     lock = ctx.card_lock(card)
     if lock is None:
+        return
+    if lock.get("schema", 1) < SCHEMA:
+        path = ctx.rel(ctx.config.lock_path(card.path.parent.name, int(card.path.stem)))
+        yield Finding(path, 1, 1, "G001", f"lock has schema {lock.get('schema', 1)}, excerpts need schema "
+                                          f"{SCHEMA} (ordered per-hunk hashes): re-run dossier fetch")
         return
     files = file_index(lock)
     for ex in card.excerpts:
         f = files.get(ex.path)
         if f is None:
             continue  # G002 reports it
-        sets = ctx.__dict__.setdefault("_line_sets", {})
-        hashes = sets.get(id(f))
-        if hashes is None:
-            hashes = sets[id(f)] = set(f["lines"])
-        for number, text in ex.lines:
-            if not text.strip() or text.startswith("@@"):
-                continue
-            sign, body = text[:1], text[1:]
-            if sign not in "+- ":
-                yield _f(ctx, card, number, "G001", "excerpt line must start with '+', '-' or ' '")
-            elif line_hash(sign, body) not in hashes and not (sign == " " and (
-                    line_hash("+", body) in hashes or line_hash("-", body) in hashes)):
-                yield _f(ctx, card, number, "G001", f"line is not in the diff of {ex.path}")
+        for problem in match_block(ex.lines, ex.hunk, f):
+            yield _f(ctx, card, problem.number, "G001", f"{ex.path}: {problem.message}")
 
 
 @rule("G002", "excerpt-file")
@@ -113,7 +116,7 @@ def excerpt_too_long(ctx, card):
     """Excerpts are a quotation, not a copy: at most 16 lines a block, 40 in all."""
     total = 0
     for ex in card.excerpts:
-        n = len([l for _, l in ex.lines if l.strip() and not l.startswith("@@")])
+        n = len([l for _, l in ex.lines if l.strip() and not l.startswith("@@") and l.strip() != "..."])
         total += n
         if n > MAX_BLOCK_LINES:
             yield _f(ctx, card, ex.line, "G006", f"excerpt has {n} lines (max {MAX_BLOCK_LINES})")
@@ -146,3 +149,60 @@ def reviewed_none(ctx, card):
     if runtime and not runtime & listed:
         yield _f(ctx, card, card.sections["Reviewed files"].line, "G008",
                  "no runtime file of the diff is listed as reviewed")
+
+
+_TEST_PATH = re.compile(r"(?<![\w./-])((?:[\w.-]+/)*test_[\w-]*\.py|(?:[\w.-]+/)*[\w-]+_test\.py)(::)?")
+
+
+@rule("G009", "test-claim-unnamed")
+def test_claim_unnamed(ctx, card):
+    """Validation names a test file but no test function in it.
+
+    When a card says a test covers the change it names the test the way pytest does,
+    `` `test/registered/vlm/test_x.py::TestY::test_z` ``, so G010 can check that the
+    test exists at the PR's merge commit. A command that runs the whole file is fine
+    as long as the section also names the function that covers the change.
+    """
+    sec = card.sections.get("Validation")
+    if sec is None or card.meta is None:
+        return
+    named = {path for _, _, path, _ in card.test_refs("Validation")}
+    reported = set()
+    for number, text in sec.body:
+        for m in _TEST_PATH.finditer(text):
+            path = m.group(1)
+            if m.group(2) or path in reported or any(n.endswith(path) or path.endswith(n) for n in named):
+                continue
+            reported.add(path)
+            yield _f(ctx, card, number, "G009", f"test file {path} is named without a test function: "
+                                                f"write `{path}::test_name` for the test that covers the change",
+                     col=m.start(1) + 1)
+
+
+@rule("G010", "test-not-found")
+def test_not_found(ctx, card):
+    """A `file.py::test` reference names a test that the file does not define at the merge commit.
+
+    `dossier fetch` records the names (never the code) each cited test file defines at
+    the PR's merge commit in the lock's `test_symbols`; with `--source NAME=CLONE` the
+    file is read from the clone instead. `file.py::TestY::test_z` needs that method of
+    that class; `file.py::test_z` a top-level function or a method of any class.
+    """
+    refs = card.test_refs()
+    if not refs:
+        return
+    lock = ctx.card_lock(card)
+    if lock is None:
+        return
+    recorded = lock.get("test_symbols") or {}
+    for number, col, path, name in refs:
+        names = recorded.get(path)
+        if names is None:
+            names = ctx.names_in_clone(card.path.parent.name, lock, path)
+        if names is None:
+            yield _f(ctx, card, number, "G010", f"the lock records no names for {path}: re-run `dossier fetch` "
+                                                "(it reads the test files a card cites) or check with --source", col)
+        elif not names:
+            yield _f(ctx, card, number, "G010", f"{path} does not exist at the PR's merge commit", col)
+        elif name not in names and not ("::" not in name and any(n.endswith("::" + name) for n in names)):
+            yield _f(ctx, card, number, "G010", f"{path} defines no {name.replace('::', '.')} at the PR's merge commit", col)

@@ -108,3 +108,129 @@ def symptom_not_cited_back(ctx):
 
     for rel, number, entry, add in missing_links(ctx):
         yield Finding(rel, number, 1, "L009", f"entry '{entry}' does not cite {', '.join(add)}; run `dossier link`")
+
+
+_NEGATED = re.compile(
+    r"\b(?:cannot|can't|can not|could not|couldn't|does not apply|doesn't apply|not applicable|n/a|unavailable"
+    r"|did not exist|does not exist|didn't exist|doesn't exist|predates?|before (?:the )?lane"
+    r"|not (?:yet )?(?:run|runnable|exist|apply|available|usable|meaningful))\b",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])|\n\s*\n|\n\s*[-*]\s+")
+
+
+def _validation_sentences(card) -> list[tuple[int, str]]:
+    """(line, sentence) of the Validation section's prose and commands, fences included."""
+    sec = card.sections.get("Validation")
+    if sec is None:
+        return []
+    out, buf, start = [], [], None
+    for number, text in sec.body + [(None, "")]:
+        if number is None or not text.strip():
+            if buf:
+                out.extend((start, s) for s in _SENTENCE_END.split(" ".join(buf)) if s.strip())
+            buf, start = [], None
+            continue
+        start = start or number
+        buf.append(text.strip())
+    return out
+
+
+def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
+    """Lane id -> [(line, negated)] for every sentence of Validation naming it."""
+    found: dict[str, list[tuple[int, bool]]] = {}
+    for line, sentence in _validation_sentences(card):
+        negated = bool(_NEGATED.search(sentence))
+        for lane in ctx.lanes:
+            if re.search(rf"(?<![\w-]){re.escape(lane)}(?![\w-])", sentence):
+                found.setdefault(lane, []).append((line, negated))
+    return found
+
+
+@rule("L013", "lanes-disagree-with-validation")
+def lanes_disagree_with_validation(ctx, card):
+    """The card's `lanes:` and its Validation section disagree.
+
+    Every lane in `lanes:` is named in Validation, in a sentence that runs it; a lane
+    Validation only mentions as one that cannot run (it predates the code, it does not
+    exist at that commit, it does not apply) does not belong in `lanes:`; and a lane
+    Validation tells the reader to run is listed in `lanes:`, so the playbook and
+    `dossier find` send people to it.
+    """
+    meta = card.meta or {}
+    listed = [l for l in meta.get("lanes") or [] if isinstance(l, str)]
+    if card.meta is None or "Validation" not in card.sections:
+        return
+    mentions = _lane_mentions(ctx, card)
+    line = card.key_line("lanes")
+    for lane in listed:
+        seen = mentions.get(lane)
+        if not seen:
+            yield Finding(ctx.rel(card.path), line, 1, "L013", f"lane '{lane}' is in lanes: but Validation never names it")
+        elif all(neg for _, neg in seen):
+            yield Finding(ctx.rel(card.path), seen[0][0], 1, "L013",
+                          f"Validation says lane '{lane}' cannot run here; drop it from lanes:")
+    for lane, seen in mentions.items():
+        if lane not in listed and any(not neg for _, neg in seen):
+            first = next(n for n, neg in seen if not neg)
+            yield Finding(ctx.rel(card.path), first, 1, "L013", f"Validation runs lane '{lane}' but lanes: does not list it")
+
+
+# In inference order: "to CPU" turns up in NPU and AMD titles, so cpu is tried last.
+HARDWARE = {
+    "npu": re.compile(r"(?<![a-z])npu|ascend", re.IGNORECASE),
+    "amd": re.compile(r"\bamd\b|rocm|\bhip\b|aiter|\bmi[23]\d\dx?\b", re.IGNORECASE),
+    "xpu": re.compile(r"\bxpu\b", re.IGNORECASE),
+    "cuda": re.compile(r"blackwell|hopper|\bsm_?(?:90|100|120)\b|\b[bh][12]00\b|nvidia", re.IGNORECASE),
+    "cpu": re.compile(r"\bcpu\b|\bamx\b|xeon|\bintel\b", re.IGNORECASE),
+}
+
+
+def card_hardware(ctx, card) -> list[str]:
+    """The hardware a `kind: hardware` card targets: `hardware:` in frontmatter, else inferred."""
+    meta = card.meta or {}
+    declared = meta.get("hardware")
+    if declared:
+        return [declared] if isinstance(declared, str) else list(declared)
+    lock = ctx.card_lock(card) or {}
+    text = " ".join([str(meta.get("title", ""))] + [f["path"] for f in lock.get("files", [])])
+    return [hw for hw, pat in HARDWARE.items() if pat.search(text)][:1]
+
+
+@rule("L014", "hardware-validated-on-gpu")
+def hardware_validated_on_gpu(ctx, card):
+    """A hardware-only PR is validated on GPU lanes instead of on its own hardware.
+
+    For `kind: hardware` (hardware from `hardware: cpu|npu|amd|xpu`, else inferred from
+    the title and paths; `cuda` marks an NVIDIA-generation change, which the GPU lanes do
+    exercise), Validation must say how to run the change on that hardware
+    (`--device cpu`, an Ascend/NPU command, a ROCm run), and any lane in `lanes:` must be
+    named in a sentence about that hardware: a GPU rerun does not exercise CPU, NPU or
+    AMD code paths.
+    """
+    meta = card.meta or {}
+    if meta.get("kind") != "hardware" or "Validation" not in card.sections:
+        return
+    targets = card_hardware(ctx, card)
+    rel = ctx.rel(card.path)
+    if not targets:
+        yield Finding(rel, card.key_line("kind"), 1, "L014",
+                      "kind: hardware but no hardware can be told from title or paths; add `hardware: cpu|npu|amd|xpu`")
+        return
+    for hw in targets:
+        if hw not in HARDWARE:
+            yield Finding(rel, card.key_line("hardware"), 1, "L014", f"unknown hardware '{hw}' (one of {', '.join(HARDWARE)})")
+            return
+    if targets == ["cuda"]:
+        return  # an NVIDIA-generation PR: the GPU lanes run on its hardware
+    sentences = _validation_sentences(card)
+    if not any(HARDWARE[hw].search(s) for _, s in sentences for hw in targets):
+        yield Finding(rel, card.sections["Validation"].line, 1, "L014",
+                      f"Validation of a {'/'.join(targets)} PR never says how to run it on {'/'.join(targets)}")
+    for lane in meta.get("lanes") or []:
+        on_hw = any(re.search(rf"(?<![\w-]){re.escape(str(lane))}(?![\w-])", s) and HARDWARE[hw].search(s)
+                    for _, s in sentences for hw in targets)
+        if not on_hw:
+            yield Finding(rel, card.key_line("lanes"), 1, "L014",
+                          f"lane '{lane}' is a GPU rerun; a {'/'.join(targets)} PR validates on {'/'.join(targets)} "
+                          "(name the lane in a sentence that runs it there, or drop it)")

@@ -379,7 +379,12 @@ _STOCK = re.compile(
     r"|as (?:the|its) title (?:says|suggests)|see the (?:pr|diff) for details|refer to the (?:pr|diff)"
     r"|(?:various|several|some) (?:improvements|fixes|optimizations)[.;]"
     r"|should (?:be|run) faster[.;]|for better performance[.;]|run the (?:usual|relevant|standard) tests"
-    r"|verify (?:that )?(?:it|everything) works)",
+    r"|verify (?:that )?(?:it|everything) works"
+    # Stock openers of a Validation copied from card to card instead of written per PR.
+    r"|no (?:new |unit |dedicated )?tests? (?:was|were|is|are) (?:added|included|touched)"
+    r"|the (?:diff|pr|change|patch) (?:adds|added|ships|includes|touches) no (?:new |unit )?tests?"
+    r"|there (?:is|are) no (?:new )?tests? in (?:the|this) (?:diff|pr)"
+    r"|without a (?:new |dedicated )?test in the diff)",
     re.IGNORECASE,
 )
 
@@ -390,6 +395,8 @@ def stock_phrase(ctx, card):
 
     "This PR improves performance.", "see the diff for details", "run the relevant
     tests": say what got faster, by how much, where in the diff, and which test.
+    Stock Validation openers ("No test was added", "the diff adds no test, so ...")
+    count too: say what does exercise this change, and how.
     """
     for name in JUDGEMENT:
         sec = card.sections.get(name)

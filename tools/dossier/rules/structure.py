@@ -166,3 +166,19 @@ def lock_missing(ctx, card):
     lock, error = ctx.lock_for(card.path.parent.name, int(card.path.stem))
     if lock is None:
         yield _f(ctx, card, 1, "S008", error)
+
+
+@rule("S009", "reviewed-files-shape")
+def reviewed_files_shape(ctx, card):
+    """A Reviewed files bullet sits outside a role subsection or names no backticked path.
+
+    `## Reviewed files` holds role subsections (`### Runtime`, `### Tests`, `### Docs`,
+    `### CI`, `### Other`), each a list of bullets that start with a backticked path:
+    `` - `python/sglang/srt/models/qwen3_vl.py`: what was read there ``. A bullet such as
+    `` - runtime: `x.py` `` directly under the section, or one with no path, would
+    otherwise be skipped by G003 and never checked against the diff.
+    """
+    if card.meta is None:
+        return
+    for number, message in card.reviewed_strays:
+        yield _f(ctx, card, number, "S009", f"Reviewed files: {message}")
