@@ -50,7 +50,7 @@ def _nav(pages: dict[str, str]) -> list:
         rest = sorted(p for p in pages if p.startswith(prefix + "/") and p != index and p.count("/") == prefix.count("/") + 1)
         return [index, *rest]
 
-    cards = ["cards/index.md"]
+    cards = ["cards/index.md", {"Card format": "card-format.md"}]
     for repo in sorted({p.split("/")[1] for p in pages if p.startswith("cards/") and p.count("/") == 2}):
         mine = [p for p in pages if p.startswith(f"cards/{repo}/")]
         cards.append({repo: sorted(mine, key=_newest_first)})

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from dossier.check import run_check
 from dossier.cli import main
 from dossier.config import load_config
+from dossier.evidence import file_lines
 from dossier.context import Context
 from dossier.fetch import fetch_git
 from dossier.sources.github import fetch_github
@@ -108,7 +109,7 @@ def test_github_lock_matches_git_lock(env, kb, server, pr_in_git):
     assert by_path["python/sglang/srt/empty.txt"]["status"] == "added"
     assert "patch" not in by_path["python/sglang/srt/empty.txt"]
     assert by_path["python/sglang/srt/gone.py"]["status"] == "deleted"
-    assert by_path["docs/moved_to.md"]["status"] == "renamed" and by_path["docs/moved_to.md"]["lines"] == []
+    assert by_path["docs/moved_to.md"]["status"] == "renamed" and file_lines(by_path["docs/moved_to.md"]) == []
     src = gh_lock["source"]
     assert src["kind"] == "github" and src["head_sha"] == head and src["base_sha"] == base
     assert src["api_url"] == server.url and src["labels"] == ["performance"]
@@ -128,7 +129,7 @@ def test_truncated_patch_and_file_list_are_recorded(env, kb, server):
     assert res.error is None
     got = lock(kb, 8)
     huge = got["files"][0]
-    assert huge["patch"] == "truncated" and huge["additions"] == 4000 and huge["lines"] == []
+    assert huge["patch"] == "truncated" and huge["additions"] == 4000 and file_lines(huge) == []
     assert got["stats"]["additions"] == 4001  # counts come from GitHub, not the missing text
     assert got["source"]["files_truncated"] is True
     assert got["source"]["files_listed"] == 2 and got["source"]["files_changed"] == 3500
@@ -352,7 +353,7 @@ def test_lock_from_saved_diff(env, kb, tmp_path, via_stdin):
     assert "CHUNK_MS" in files["python/sglang/srt/asr_new.py"]["symbols"]
     assert files["test/data/sample.wav"]["binary"] and files["test/data/sample.wav"]["status"] == "added"
     asr = files["python/sglang/srt/models/qwen3_asr.py"]
-    assert asr["additions"] == 1 and len(asr["lines"]) == 4 and asr["symbols"] == ["Qwen3ASR"]
+    assert asr["additions"] == 1 and len(file_lines(asr)) == 4 and asr["symbols"] == ["Qwen3ASR"]
     assert got["stats"] == {"files": 3, "additions": 2, "deletions": 1, "diff_lines": 7}
     # A re-run with the same bytes changes nothing.
     again = cli(kb, *args, stdin=SAVED if via_stdin else None)

@@ -18,8 +18,11 @@ from dossier.lanes import dry_run, load_lanes
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def findings(root: Path, select: str = "L01"):
-    return run_check(Context(load_config(root)), [select])
+LANE_REGISTRY_RULES = ("L010", "L011", "L012")
+
+
+def findings(root: Path, select: str | None = None):
+    return run_check(Context(load_config(root)), [select] if select else list(LANE_REGISTRY_RULES))
 
 
 def write_registry(root: Path, lanes: list[dict]) -> None:

@@ -49,7 +49,7 @@ def defined_names(source: str) -> list[str]:
     What `dossier check` needs to verify a `tests/x.py::TestY::test_z` reference,
     and nothing of the code itself.
     """
-    names, current_class = set(), None
+    names, current_class, body_indent = set(), None, None
     for line in source.splitlines():
         m = _DEF_INDENT.match(line)
         if not m:
@@ -58,7 +58,9 @@ def defined_names(source: str) -> list[str]:
         if indent == 0:
             names.add(name)
             current_class = name if line.lstrip().startswith("class") else None
-        elif current_class:
+            body_indent = None
+        elif current_class and (body_indent is None or indent == body_indent):
+            body_indent = indent
             names.add(f"{current_class}::{name}")
     return sorted(names)
 
