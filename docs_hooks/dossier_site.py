@@ -63,5 +63,7 @@ def _nav(pages: dict[str, str]) -> list:
     ]
     if "radar.md" in pages:
         nav.append({"Radar": "radar.md"})
+    if "measurements.md" in pages:
+        nav.append({"Measurements": "measurements.md"})
     nav.append({"Check": ["check/index.md", {"Rules": under("check/rules")}]})
     return nav

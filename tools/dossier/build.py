@@ -87,7 +87,7 @@ def _renderers(ctx: Context) -> dict[str, Callable[[Context], str]]:
 
 _STAMP = re.compile(r"<!-- dossier-build inputs=([0-9a-f]{16}) output=([0-9a-f]{16}) -->\n\Z")
 _INPUT_GLOBS = ("dossier.toml", "references/cards/*/*.md", "references/evidence/*/*.json",
-                "references/radar.yaml", "playbook/**/*.yaml")
+                "references/radar.yaml", "playbook/**/*.yaml", "references/measurements/*/*.json")
 
 
 def inputs_digest(ctx: Context) -> str:
@@ -142,7 +142,9 @@ def stale_outputs(ctx: Context) -> list[tuple[str, str | None, str]]:
 
 
 def build(ctx: Context) -> list[Path]:
-    written = []
+    from .measurements import write_card_blocks
+
+    written = write_card_blocks(ctx.root)  # cards first: the generated indexes read them
     for rel, text in generated_outputs(ctx).items():
         path = ctx.root / rel
         if not path.exists() or path.read_text(encoding="utf-8") != text:

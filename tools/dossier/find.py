@@ -152,6 +152,7 @@ def _inputs(root: Path) -> list[Path]:
     paths += sorted((root / "references" / "cards").glob("*/*.md"))
     paths += sorted((root / "references" / "evidence").glob("*/*.json"))
     paths += sorted((root / "references" / "trees").glob("*.symbols.json"))
+    paths += sorted((root / "references" / "measurements").glob("*/*.json"))
     lanes = root / "playbook" / "lanes.yaml"
     return paths + ([lanes] if lanes.exists() else [])
 
@@ -181,8 +182,12 @@ def build_index(ctx) -> dict:
     from .cards import classify_file
     from .trees import load_symbols
 
+    from . import measurements as ms
+
     docs: list[dict] = []
     file_info: dict[tuple[str, str], dict] = {}
+    measured = {subj: rec for subj, (_, rec, err) in ms.records(ctx.root).items()
+                if rec and not err and not ms.problems(rec)}
 
     def info(repo, path):
         return file_info.setdefault((repo, path), {"text": [], "cards": [], "lanes": set(), "symbols": set()})
@@ -222,8 +227,11 @@ def build_index(ctx) -> dict:
         lanes = [str(x) for x in meta.get("lanes") or []]
         merged = str((lock or {}).get("merged") or meta.get("merged") or "")
         rows.append((merged, cid))
+        record = measured.get(cid.replace("/", "#"))
         docs.append(_doc("card", cid, weighted, title=str(meta.get("title", "")), files=files[:5],
-                         repos=[cid.split("/")[0]] * len(files[:5]), cards=[cid], lanes=lanes, merged=merged))
+                         repos=[cid.split("/")[0]] * len(files[:5]), cards=[cid], lanes=lanes, merged=merged,
+                         measured={"speedup": ms.headline(record), "measured": record["measured"],
+                                   "device": record["device"]["gpu"]} if record else None))
         for path in files:
             fi = info(cid.split("/")[0], path)
             fi["text"].append(str(meta.get("title", "")))
@@ -321,6 +329,8 @@ def _result(score: float, d: dict) -> dict:
         out.update(symptom=d["title"], sublane=d.get("sublane"), symbols=d.get("symbols", {}))
     else:
         out["title"] = d["title"]
+    if d.get("measured"):
+        out["measured"] = d["measured"]
     return out
 
 
@@ -340,6 +350,9 @@ def format_text(found: dict) -> str:
             lines.append("      cards: " + ", ".join(r["cards"][:6]))
         if r["lanes"]:
             lines.append("      lanes: " + ", ".join(r["lanes"]))
+        if r.get("measured"):
+            m = r["measured"]
+            lines.append(f"      measured: {m['speedup']} on {m['device']} ({m['measured']}, playbook/repros)")
     return "\n".join(lines)
 
 

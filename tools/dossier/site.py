@@ -226,6 +226,7 @@ class Site:
         radar = self.reference("references/radar.md")
         if radar is not None:
             self.pages["radar.md"] = frontmatter("Radar") + self.rewrite_links(radar, "references/radar.md", "radar.md")
+        self.pages["measurements.md"] = self.measurements_page()
         from . import site_rules
 
         self.pages.update(site_rules.pages())
@@ -468,6 +469,27 @@ class Site:
         for lid, lane in self.lanes.items():
             cmd = f"dossier lanes run {lane.get('id', lid)} -- --dry-run"
             out.append(f"| {self.link_lane(lid, page)} | {cell(lane.get('title', ''))} | `{cell(cmd)}` |")
+        return "\n".join(out) + "\n"
+
+    def measurements_page(self) -> str:
+        """Every measurement record, sortable by any column (docs/javascripts/tablesort.js)."""
+        from . import measurements as ms
+
+        page = "measurements.md"
+        out = [frontmatter("Measurements"), "# Measured on H200", "",
+               "Op-level reproductions of perf PRs and of sglang-omni's open items (`playbook/repros/`), run on "
+               "the lent H200 with random inputs and weights at real model sizes. Each record carries the device "
+               "and the sha256 of the script that produced it; `dossier check` (M002) fails when a script changed "
+               "since. Click a column heading to sort.", "",
+               "| Subject | Technique | Speedup (before/after) | Cases | Device | Measured | Script |",
+               "|---|---|---|---|---|---|---|"]
+        for subject, (_, rec, err) in sorted(ms.records(self.root).items()):
+            if err or not isinstance(rec, dict) or ms.problems(rec):
+                continue
+            cid = subject.replace("#", "/")
+            label = self.link_card(cid, page, subject) if cid in self.cards else cell(subject)
+            out.append(f"| {label} | {cell(rec['technique'])} | {ms.headline(rec)} | {len(rec['cases'])} | "
+                       f"{cell(rec['device']['gpu'])} | {rec['measured']} | `{rec['script']}` |")
         return "\n".join(out) + "\n"
 
     def coverage(self) -> str:

@@ -13,6 +13,7 @@ FAMILIES = {
     "B": "generated files",
     "K": "skill",
     "R": "radar",
+    "M": "measurements",
 }
 
 

@@ -1,0 +1,218 @@
+"""Measurements: records of playbook/repros/ runs are filed untouched, go stale with their
+script, show in their card through `dossier build`, and are never typed by hand (M001-M004)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dossier.build import build
+from dossier.check import run_check
+from dossier.cli import main
+from dossier.config import load_config
+from dossier.context import Context
+
+# A stand-in repro: no torch, writes the record a device run would (a "GPU" device line).
+FAKE = '''"""fake repro for tests"""
+import argparse, hashlib, json, sys
+from pathlib import Path
+
+SUBJECT = "sglang#42"
+TECHNIQUE = "one copy instead of many"
+
+p = argparse.ArgumentParser()
+p.add_argument("--out")
+p.add_argument("--quick", action="store_true")
+a = p.parse_args()
+me = Path(__file__).resolve()
+rec = {"schema": 1, "subject": SUBJECT, "technique": TECHNIQUE, "script": "playbook/repros/" + me.name,
+       "script_sha256": hashlib.sha256(me.read_bytes()).hexdigest(),
+       "device": {"gpu": "NVIDIA H200", "torch": "2.11.0", "cuda": "13.0", "transformers": "5.17.0"},
+       "measured": "2026-11-30", "quick": a.quick,
+       "cases": [{"name": "8 items", "shape": {"items": 8}, "before_ms": 26.65, "after_ms": 3.512, "speedup": 7.588,
+                  "peak_mib_before": 165.2, "peak_mib_after": 82.6, "max_abs_err": 0.0}]}
+Path(a.out).write_text(json.dumps(rec, indent=1) + "\\n")
+'''
+
+CARD = """---
+repo: sglang
+pr: 42
+title: "one copy"
+state: merged
+merged: 2026-01-02
+url: https://github.com/sgl-project/sglang/pull/42
+stats: {files: 1, additions: 1, deletions: 0}
+families: [qwen3-vl]
+kind: perf
+symptoms: []
+lanes: []
+---
+
+# one copy
+
+## Motivation
+
+Text.
+"""
+
+
+@pytest.fixture
+def mkb(kb):
+    repros = kb / "playbook" / "repros"
+    repros.mkdir(parents=True)
+    (repros / "fake.py").write_text(FAKE)
+    card = kb / "references/cards/sglang/42.md"
+    card.parent.mkdir(parents=True)
+    card.write_text(CARD)
+    return kb
+
+
+def _run(kb, *args):
+    return CliRunner().invoke(main, [*args, "--root", str(kb)], catch_exceptions=False)
+
+
+def _codes(kb, select, paths=None):
+    ctx = Context(load_config(kb))
+    if paths is not None:
+        ctx.card_paths = paths
+    return [(f.code, f.message) for f in run_check(ctx, select=select)]
+
+
+def _record(kb) -> Path:
+    res = _run(kb, "repro", "run", "--python", sys.executable)
+    assert res.exit_code == 0, res.output
+    return kb / "references/measurements/sglang/42.json"
+
+
+def test_run_records_exactly_what_the_script_wrote(mkb, tmp_path):
+    path = _record(mkb)
+    rec = json.loads(path.read_text())
+    assert rec["cases"][0]["after_ms"] == 3.512 and rec["device"]["gpu"] == "NVIDIA H200"
+    again = _run(mkb, "repro", "run", "--python", sys.executable, "--out-dir", str(tmp_path))
+    assert again.exit_code == 0
+    assert (tmp_path / "fake.json").read_bytes() == path.read_bytes()  # filed byte for byte
+    listing = json.loads(_run(mkb, "repro", "list", "--format", "json").output)
+    assert listing == [{"script": "playbook/repros/fake.py", "subject": "sglang#42", "technique": "one copy instead of many",
+                        "state": "fresh", "record": "references/measurements/sglang/42.json", "speedup": "7.59x",
+                        "measured": "2026-11-30"}]
+
+
+def test_quick_runs_are_never_recorded(mkb):
+    res = _run(mkb, "repro", "run", "--python", sys.executable, "--quick")
+    assert res.exit_code == 0 and "not recorded" in res.output
+    assert not (mkb / "references/measurements").exists()
+
+
+def test_record_refuses_a_raw_file_of_another_script_version(mkb, tmp_path):
+    res = _run(mkb, "repro", "run", "--python", sys.executable, "--out-dir", str(tmp_path))
+    assert res.exit_code == 0
+    (mkb / "playbook/repros/fake.py").write_text(FAKE + "# edited\n")
+    res = _run(mkb, "repro", "record", str(tmp_path / "fake.json"))
+    assert res.exit_code == 2 and "another version" in res.output
+
+
+def test_record_refuses_bad_input_with_one_line(mkb, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    res = _run(mkb, "repro", "record", str(bad))
+    assert res.exit_code == 2 and res.output.count("\n") == 1 and "broken JSON" in res.output
+    bad.write_text(json.dumps({"schema": 1, "subject": "../../x", "cases": []}))
+    res = _run(mkb, "repro", "record", str(bad))
+    assert res.exit_code == 2 and "not a measurement record" in res.output
+
+
+def test_changed_script_makes_check_fail(mkb):
+    _record(mkb)
+    _run(mkb, "build")
+    assert _codes(mkb, ["M"]) == []
+    script = mkb / "playbook/repros/fake.py"
+    script.write_text(script.read_text() + "# a comment counts too\n")
+    found = _codes(mkb, ["M002"])
+    assert found and "stale" in found[0][1]
+
+
+def test_script_without_record_fires(mkb):
+    found = _codes(mkb, ["M002"])
+    assert found == [("M002", "repro script has no measurement record; run it on the device")]
+
+
+@pytest.mark.parametrize("mutate, fragment", [
+    (lambda r: r.update(quick=True), "smoke run"),
+    (lambda r: r["device"].update(gpu="CPU (x86_64)", cuda=None), "without a GPU"),
+    (lambda r: r.update(schema=9), "schema must be 1"),
+    (lambda r: r["cases"][0].pop("after_ms"), "only one of"),
+    (lambda r: r.update(subject="seed:Bad Slug"), "neither REPO#PR"),
+])
+def test_malformed_record_fires(mkb, mutate, fragment):
+    path = _record(mkb)
+    rec = json.loads(path.read_text())
+    mutate(rec)
+    path.write_text(json.dumps(rec))
+    messages = " | ".join(m for c, m in _codes(mkb, ["M001"]))
+    assert fragment in messages
+
+
+def test_card_block_is_written_by_build_and_checked(mkb):
+    _record(mkb)
+    card = mkb / "references/cards/sglang/42.md"
+    found = _codes(mkb, ["M003"])
+    assert [c for c, _ in found] == ["M003"]
+    build(Context(load_config(mkb)))
+    text = card.read_text()
+    assert "## Measured on H200" in text and "| 8 items | items=8 | 26.6 | 3.51 | 7.59x |" in text
+    assert "NVIDIA H200, torch 2.11.0, CUDA 13.0, transformers 5.17.0" in text
+    assert text.startswith(CARD.rstrip("\n"))  # the hand-written part is untouched
+    assert _codes(mkb, ["M003", "M004"]) == []
+    # editing a number inside the block is caught; build restores it
+    card.write_text(text.replace("| 3.51 |", "| 2.00 |"))
+    assert [c for c, _ in _codes(mkb, ["M003"])] == ["M003"]
+    build(Context(load_config(mkb)))
+    assert card.read_text() == text
+    # a record that goes away takes its block with it
+    (mkb / "references/measurements/sglang/42.json").unlink()
+    assert [c for c, _ in _codes(mkb, ["M003"])] == ["M003"]
+    build(Context(load_config(mkb)))
+    assert "Measured on H200" not in card.read_text()
+
+
+def test_number_typed_by_hand_fires(mkb):
+    _record(mkb)
+    build(Context(load_config(mkb)))
+    card = mkb / "references/cards/sglang/42.md"
+    card.write_text(card.read_text().replace("Text.", "On our GPU the copy fell to 3.51 ms."))
+    found = _codes(mkb, ["M004"])
+    assert found and "3.51" in found[0][1]
+
+
+def test_hand_written_measurement_section_fires(mkb):
+    card = mkb / "references/cards/sglang/42.md"
+    card.write_text(card.read_text() + "\n## Measured on H200\n\nIt got faster.\n")
+    assert [c for c, _ in _codes(mkb, ["M004"])] == ["M004"]
+
+
+def test_shipped_records_match_their_scripts(repo_root):
+    """Every shipped record was written by the script as it stands (the same check CI runs)."""
+    recs = sorted((repo_root / "references/measurements").glob("*/*.json"))
+    assert len(recs) >= 12
+    subjects = set()
+    for path in recs:
+        rec = json.loads(path.read_text())
+        script = repo_root / rec["script"]
+        assert hashlib.sha256(script.read_bytes()).hexdigest() == rec["script_sha256"], path
+        assert rec["device"]["gpu"] == "NVIDIA H200" and not rec["quick"]
+        subjects.add(rec["subject"])
+    assert {"seed:code2wav-first-chunk", "seed:code2wav-cuda-graphs", "seed:encoder-batching-window",
+            "seed:qwen3-asr"} <= subjects and len(subjects) >= 10
+
+
+def test_find_results_carry_the_speedup(mkb):
+    _record(mkb)
+    res = _run(mkb, "find", "one copy", "--format", "json")
+    assert res.exit_code == 0, res.output
+    card = next(r for r in json.loads(res.output)["results"] if r["id"] == "sglang/42")
+    assert card["measured"] == {"speedup": "7.59x", "measured": "2026-11-30", "device": "NVIDIA H200"}

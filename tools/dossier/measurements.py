@@ -1,0 +1,227 @@
+"""Measurements: records of the op-level reproductions in playbook/repros/.
+
+A repro script writes a raw record on the device; `dossier repro record` files it
+under `references/measurements/<repo>/<subject>.json` byte for byte (numbers are
+never typed or edited). A record names the script and its sha256, so a changed
+script makes its record stale (rule M002). Cards whose PR has a record show it
+in a generated "Measured on H200" block that `dossier build` writes (M003).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import DossierError
+from .fsio import read_text, write_atomic
+
+REPROS_DIR = "playbook/repros"
+MEASUREMENTS_DIR = "references/measurements"
+SCHEMA = 1
+SUBJECT = re.compile(r"^(?:(?P<repo>sglang(?:-omni)?)#(?P<pr>\d+)|seed:(?P<slug>[a-z0-9][a-z0-9-]*))$")
+SEED_REPO = "sglang-omni"  # the seed's open items are sglang-omni's
+CASE_KEYS = ("name", "shape", "peak_mib_before", "peak_mib_after", "max_abs_err")
+BLOCK_START = "<!-- measured-block"
+BLOCK_END = "<!-- /measured-block -->"
+BLOCK = re.compile(r"\n*## Measured on H200\n+<!-- measured-block.*?<!-- /measured-block -->\n?", re.DOTALL)
+
+
+@dataclass
+class Script:
+    path: Path
+    rel: str
+    subject: str | None
+    technique: str | None
+    doc: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.path.read_bytes()).hexdigest()
+
+
+def subject_parts(subject: str) -> tuple[str, str] | None:
+    """(repo, file stem) of a subject: sglang#26167 -> (sglang, 26167); seed:x -> (sglang-omni, seed-x)."""
+    m = SUBJECT.match(subject or "")
+    if not m:
+        return None
+    if m.group("slug"):
+        return SEED_REPO, f"seed-{m.group('slug')}"
+    return m.group("repo"), m.group("pr")
+
+
+def record_path(root: Path, subject: str) -> Path:
+    parts = subject_parts(subject)
+    if parts is None:
+        raise DossierError(f"subject {subject!r} is neither REPO#PR (sglang, sglang-omni) nor seed:<slug>")
+    return root / MEASUREMENTS_DIR / parts[0] / f"{parts[1]}.json"
+
+
+def scripts(root: Path) -> list[Script]:
+    """Every repro script (helpers start with `_`), with SUBJECT and TECHNIQUE read from its source."""
+    out = []
+    for path in sorted((root / REPROS_DIR).glob("[!_]*.py")):
+        try:
+            tree = ast.parse(read_text(path))
+        except SyntaxError as exc:
+            raise DossierError(f"{path.relative_to(root)}:{exc.lineno}: not valid Python: {exc.msg}") from None
+        consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                  for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
+        out.append(Script(path, str(path.relative_to(root)), consts.get("SUBJECT"), consts.get("TECHNIQUE"),
+                          (ast.get_docstring(tree) or "").strip()))
+    return out
+
+
+def problems(record: object) -> list[str]:
+    """What is wrong with a record's shape; [] for a valid one."""
+    if not isinstance(record, dict):
+        return ["a record is a JSON object"]
+    out = []
+    if record.get("schema") != SCHEMA:
+        out.append(f"schema must be {SCHEMA}")
+    for key in ("subject", "technique", "script", "script_sha256", "measured"):
+        if not isinstance(record.get(key), str) or not record.get(key):
+            out.append(f"'{key}' is missing")
+    if record.get("subject") and subject_parts(record["subject"]) is None:
+        out.append(f"subject {record['subject']!r} is neither REPO#PR nor seed:<slug>")
+    device = record.get("device")
+    if not isinstance(device, dict) or not all(k in device for k in ("gpu", "torch", "cuda", "transformers")):
+        out.append("'device' needs gpu, torch, cuda and transformers")
+    elif not device.get("cuda") or "CPU" in str(device.get("gpu")):
+        out.append("measured without a GPU: run it on the device")
+    if record.get("quick"):
+        out.append("a --quick smoke run is not a measurement")
+    cases = record.get("cases")
+    if not isinstance(cases, list) or not cases:
+        out.append("'cases' must be a non-empty list")
+    else:
+        for i, case in enumerate(cases):
+            if not isinstance(case, dict) or any(k not in case for k in CASE_KEYS):
+                out.append(f"case {i + 1} needs {', '.join(CASE_KEYS)}")
+            elif ("before_ms" in case) != ("after_ms" in case):
+                out.append(f"case {i + 1} has only one of before_ms / after_ms")
+        if not any(isinstance(c, dict) and "before_ms" in c for c in cases):
+            out.append("no case has before_ms and after_ms")
+    return out
+
+
+def load_record(path: Path) -> dict:
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise DossierError(f"{path}: broken JSON at line {exc.lineno}: {exc.msg}") from None
+
+
+def records(root: Path) -> dict[str, tuple[Path, dict | None, str | None]]:
+    """subject (or file name when unreadable) -> (path, record or None, error)."""
+    out = {}
+    for path in sorted((root / MEASUREMENTS_DIR).glob("*/*.json")):
+        try:
+            rec = load_record(path)
+        except DossierError as exc:
+            out[str(path.relative_to(root))] = (path, None, str(exc).split(": ", 1)[-1])
+            continue
+        key = rec.get("subject") if isinstance(rec, dict) and isinstance(rec.get("subject"), str) else str(path)
+        out[key] = (path, rec, None)
+    return out
+
+
+def file_record(root: Path, raw_path: Path) -> Path:
+    """File one raw record from the device as it is; refuse one that does not match its script."""
+    rec = load_record(raw_path)
+    bad = problems(rec)
+    if bad:
+        raise DossierError(f"{raw_path}: not a measurement record: {'; '.join(bad)}")
+    script = root / rec["script"]
+    if not script.is_file():
+        raise DossierError(f"{raw_path}: its script {rec['script']} does not exist here")
+    if hashlib.sha256(script.read_bytes()).hexdigest() != rec["script_sha256"]:
+        raise DossierError(f"{raw_path}: measured with another version of {rec['script']} (sha256 differs); re-run it")
+    target = record_path(root, rec["subject"])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, read_text(raw_path))
+    return target
+
+
+def speedups(record: dict) -> list[float]:
+    return [c["speedup"] for c in record.get("cases", []) if isinstance(c.get("speedup"), (int, float))]
+
+
+def headline(record: dict) -> str:
+    """The range of before/after ratios, e.g. '1.1-34.5x'."""
+    sp = speedups(record)
+    if not sp:
+        return "-"
+    lo, hi = min(sp), max(sp)
+    return f"{lo:.2f}x" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}x"
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_fmt(v)}" for k, v in value.items() if not isinstance(v, (list, dict)))
+    return str(value)
+
+
+def device_line(record: dict) -> str:
+    d = record["device"]
+    return (f"{d['gpu']}, torch {d['torch']}, CUDA {d['cuda']}, transformers {d['transformers']}; "
+            f"measured {record['measured']} by `{record['script']}` (sha256 {record['script_sha256'][:12]})")
+
+
+def render_block(record: dict) -> str:
+    """The card's generated "Measured on H200" section (written by `dossier build`)."""
+    lines = ["## Measured on H200", "",
+             f"{BLOCK_START} {record['subject']}: generated by `dossier build` from "
+             f"references/measurements; do not edit -->", "",
+             f"{record['technique']}. Inputs (and model weights, where a model part runs) are random, at real "
+             "model sizes; before and after run the same inputs.", "",
+             "| case | shape | before ms | after ms | speedup | peak MiB before | peak MiB after | max abs err |",
+             "|---|---|---|---|---|---|---|---|"]
+    for c in record["cases"]:
+        if "before_ms" not in c:
+            continue
+        lines.append("| " + " | ".join([c["name"], _fmt(c["shape"]), _fmt(c["before_ms"]), _fmt(c["after_ms"]),
+                                         f"{_fmt(c.get('speedup'))}x", _fmt(c["peak_mib_before"]),
+                                         _fmt(c["peak_mib_after"]), _fmt(c["max_abs_err"])]) + " |")
+    lines += ["", f"Device: {device_line(record)}.", "", BLOCK_END, ""]
+    return "\n".join(lines)
+
+
+def card_with_block(text: str, record: dict | None) -> str:
+    """The card text with its measurement block replaced, added at the end, or removed."""
+    body = BLOCK.sub("\n", text).rstrip("\n") + "\n"
+    return body + "\n" + render_block(record) if record else body
+
+
+def card_blocks(root: Path) -> dict[Path, str]:
+    """Card path -> expected text, for every card whose block is missing, stale or orphaned."""
+    recs = {subj: rec for subj, (_, rec, err) in records(root).items() if rec and not err and not problems(rec)}
+    out = {}
+    for card in sorted((root / "references" / "cards").glob("*/*.md")):
+        subject = f"{card.parent.name}#{card.stem}"
+        try:
+            text = read_text(card)
+        except DossierError:
+            continue
+        rec = recs.get(subject)
+        if rec is None and BLOCK_START not in text:
+            continue
+        expected = card_with_block(text, rec)
+        if expected != text:
+            out[card] = expected
+    return out
+
+
+def write_card_blocks(root: Path) -> list[Path]:
+    written = []
+    for path, text in card_blocks(root).items():
+        write_atomic(path, text)
+        written.append(path)
+    return written
