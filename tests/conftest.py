@@ -49,12 +49,20 @@ def upstream(tmp_path) -> UpstreamRepo:
     return UpstreamRepo(tmp_path / "upstream")
 
 
+def registry_without_pins() -> str:
+    """The shipped registry minus the upstream pins and former paths: test repositories
+    have neither those SHAs nor those PRs (tests of pins and former paths add their own)."""
+    text = (ROOT / "dossier.toml").read_text(encoding="utf-8")
+    text = text.split("\n# Former paths:", 1)[0] + "\n"
+    return "\n".join(l for l in text.splitlines() if not l.startswith("pinned")) + "\n"
+
+
 @pytest.fixture
 def kb(tmp_path) -> Path:
     """An empty knowledge base with the shipped registry and lane registry."""
     root = tmp_path / "kb"
     root.mkdir()
-    shutil.copy(ROOT / "dossier.toml", root / "dossier.toml")
+    (root / "dossier.toml").write_text(registry_without_pins())
     (root / "playbook").mkdir()
     shutil.copy(ROOT / "playbook" / "lanes.yaml", root / "playbook" / "lanes.yaml")
     # the scripts the registry names, so lane rules (L011/L012) see a coherent knowledge base

@@ -99,3 +99,141 @@ def test_family_glob_matching_nothing(kb):
     assert "python/sglang/srt/models/qwen3_vl.py" not in globs
     assert "python/sglang/srt/models/qwen3_asr.py" in globs
     assert all(f.path == "dossier.toml" and f.line > 1 for f in found)
+
+
+# --- renames, splits, former paths, pins -----------------------------------------------------
+
+OLD = "python/sglang/srt/layers/rope_all.py"          # a shared file, later split
+MROPE = "python/sglang/srt/layers/rope/mrope.py"        # the lane file split out of it
+PROC_OLD = "python/sglang/srt/managers/procs/qwen_vl.py"
+PROC = "python/sglang/srt/multimodal/processors/qwen_vl.py"
+
+
+def _rename_and_split_history(up):
+    up.write(OLD, "class Rope:\n    base = 1\n\n\nclass MRotaryEmbedding:\n    mrope_section = [1]\n")
+    up.write(PROC_OLD, "def process(x):\n    return x\n")
+    up.commit("init (#10)")
+    up.write(OLD, "class Rope:\n    base = 1\n\n\nclass MRotaryEmbedding:\n    mrope_section = [2]\n")
+    up.commit("mrope: interleave sections (#11)")              # touched the mRoPE part of the shared file
+    up.write(OLD, "class Rope:\n    base = 2\n\n\nclass MRotaryEmbedding:\n    mrope_section = [2]\n")
+    up.commit("llama rope base (#12)")                        # touched only the other part
+    up.write(PROC_OLD, "def process(x):\n    return x * 2\n")
+    up.commit("processor fix (#13)")
+    (up.path / PROC).parent.mkdir(parents=True, exist_ok=True)
+    (up.path / PROC_OLD).rename(up.path / PROC)
+    up.commit("move processors under multimodal (#14)")       # a rename git can follow
+    up.write(PROC, "def process(x):\n    return x * 3\n")
+    up.commit("processor tweak (#15)")
+    up.write(OLD, "class Rope:\n    base = 2\n")
+    up.write(MROPE, "class MRotaryEmbedding:\n    mrope_section = [2]\n")
+    up.commit("split rope_all into a package (#16)")          # a split git does not follow
+    up.write(MROPE, "class MRotaryEmbedding:\n    mrope_section = [3]\n")
+    up.commit("mrope fix (#17)")
+    up.write(OLD, "class Rope:\n    base = 3\n")
+    up.commit("llama rope after the split (#18)")             # the old path after the split: off-lane
+
+
+REGISTRY = f'''
+[repos.sglang]
+upstream = "sgl-project/sglang"
+pinned = "{{pin}}"
+pinned_pr = 16
+pinned_date = "2026-01-02"
+
+[families.mm-plumbing]
+title = "Shared multimodal plumbing"
+globs.sglang = ["{MROPE}", "{PROC}"]
+
+[[families.mm-plumbing.former]]
+repo = "sglang"
+paths = ["{PROC_OLD}"]
+until = 14
+
+[[families.mm-plumbing.former]]
+repo = "sglang"
+paths = ["{OLD}"]
+until = 16
+symbols = ["MRotaryEmbedding", "mrope"]
+'''
+
+
+def _registry(kb, up, pin_subject="(#16)"):
+    sha = up.run("log", "--format=%H %s").splitlines()
+    pin = next(l.split()[0] for l in sha if l.endswith(pin_subject))
+    (kb / "dossier.toml").write_text(REGISTRY.replace("{pin}", pin))
+    return pin
+
+
+def _trace(kb, up, *extra):
+    res = CliRunner().invoke(main, ["trace", "--all", "--clone", str(up.path), "--format", "json", "--root", str(kb),
+                                    *extra])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.output)
+
+
+def test_trace_follows_renames_and_splits_through_former_paths(upstream, kb):
+    _rename_and_split_history(upstream)
+    _registry(kb, upstream, "(#18)")
+    rows = {r["pr"]: r for r in _trace(kb, upstream)}
+    # #10 created both former files; #11 touched the mRoPE part before the split; #13 the processor
+    # under its old name; #14 the rename; #15 and #17 the new paths; #16 the split itself.
+    assert set(rows) == {10, 11, 13, 14, 15, 16, 17}
+    assert 12 not in rows  # the shared file's other part: the symbol filter leaves it out
+    assert 18 not in rows  # the old path after the split no longer counts
+    assert rows[13]["files"] == [PROC_OLD] and rows[11]["files"] == [OLD]
+
+
+def test_trace_without_former_paths_misses_the_old_history(upstream, kb):
+    _rename_and_split_history(upstream)
+    _registry(kb, upstream, "(#18)")
+    text = (kb / "dossier.toml").read_text().split("[[families")[0]
+    (kb / "dossier.toml").write_text(text)
+    assert {r["pr"] for r in _trace(kb, upstream)} == {14, 15, 16, 17}
+
+
+def test_suggest_renames_lists_what_git_can_follow(upstream, kb):
+    _rename_and_split_history(upstream)
+    _registry(kb, upstream, "(#18)")
+    text = (kb / "dossier.toml").read_text().split("[[families")[0]
+    (kb / "dossier.toml").write_text(text)
+    res = CliRunner().invoke(main, ["trace", "--all", "--clone", str(upstream.path), "--suggest-renames",
+                                    "--format", "json", "--root", str(kb)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output) == [{"family": "mm-plumbing", "path": PROC, "old_path": PROC_OLD,
+                                       "renamed_to": PROC, "until": 14, "date": "2026-01-02"}]
+
+
+def test_trace_reads_the_pinned_sha_by_default(upstream, kb):
+    _rename_and_split_history(upstream)
+    _registry(kb, upstream, "(#16)")  # pinned before #17 and #18 landed
+    assert max(r["pr"] for r in _trace(kb, upstream)) == 16
+    assert max(r["pr"] for r in _trace(kb, upstream, "--ref", "HEAD")) == 17
+
+
+def test_former_path_until_a_pr_that_is_not_there_is_one_error_line(upstream, kb):
+    _rename_and_split_history(upstream)
+    _registry(kb, upstream, "(#18)")
+    (kb / "dossier.toml").write_text((kb / "dossier.toml").read_text().replace("until = 14", "until = 99"))
+    res = CliRunner().invoke(main, ["trace", "--all", "--clone", str(upstream.path), "--root", str(kb)])
+    assert res.exit_code == 2 and "PR #99 is not on the history" in res.output
+
+
+def test_pinned_must_be_a_full_sha(kb):
+    (kb / "dossier.toml").write_text('[repos.sglang]\nupstream = "sgl-project/sglang"\npinned = "3c69a4c"\n')
+    res = CliRunner().invoke(main, ["trace", "--all", "--clone", ".", "--root", str(kb)])
+    assert res.exit_code == 2 and "40-hex" in res.output
+
+
+def test_commits_without_a_pr_number_are_excluded_by_sha(upstream, kb):
+    _history(upstream)
+    upstream.write(VL, "class Vision:\n    pass\n")
+    sha = upstream.commit("Clean up review comments")  # rebase-merged: no (#N)
+    (kb / "references").mkdir(exist_ok=True)
+    (kb / "references/trace-exclusions.yaml").write_text(
+        f"- repo: sglang\n  commit: {sha[:12]}\n  reason: comment-only cleanup of the vision forward\n")
+    rows = [r for r in _trace(kb, upstream) if r["pr"] is None]
+    assert rows and rows[0]["status"] == "excluded"
+    assert run_check(Context(load_config(kb)), select=["L020"]) == []
+    (kb / "references/trace-exclusions.yaml").write_text(
+        f"- repo: sglang\n  commit: {sha[:12]}\n  pr: 3\n  reason: both keys given here\n")
+    assert [f.code for f in run_check(Context(load_config(kb)), select=["L020"])] == ["L020"]

@@ -46,7 +46,8 @@ def main():
 @click.argument("repo")
 @click.argument("prs", nargs=-1, required=True)
 @click.option("--clone", envvar="DOSSIER_CLONE", help="Local git clone (git source).")
-@click.option("--ref", default="HEAD", show_default=True, help="Branch whose first-parent history holds merges.")
+@click.option("--ref", default=None, help="Branch or SHA whose first-parent history holds merges "
+              "(default: the repo's pinned SHA, else HEAD).")
 @click.option("--source", "source_kind", type=click.Choice(["git", "github"]), default=None,
               help="Where to read the PR (default: git when --clone is given, else github).")
 @click.option("--api-url", default=None, help="GitHub API root (github source).")
@@ -83,7 +84,8 @@ def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title
 
         with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
             task = progress.add_task(f"fetch {repo}", total=len(numbers))
-            results = fetch_git(config, repo, numbers, clone, ref, lambda _: progress.advance(task))
+            results = fetch_git(config, repo, numbers, clone, ref or config.repo(repo).pinned or "HEAD",
+                                lambda _: progress.advance(task))
     failed = 0
     for res in results:
         if res.error:
@@ -107,19 +109,28 @@ def _read_bytes(path: str) -> bytes:
 @click.option("--all", "all_families", is_flag=True, help="Every family in dossier.toml.")
 @click.option("--repo", default="sglang", show_default=True)
 @click.option("--clone", envvar="DOSSIER_CLONE", required=True, help="Local git clone.")
-@click.option("--ref", default="HEAD", show_default=True)
-@click.option("--live", is_flag=True, help="Say whether each card's added lines still stand in HEAD.")
+@click.option("--ref", default=None, help="Ref to read (default: the repo's pinned SHA, else HEAD).")
+@click.option("--live", is_flag=True, help="Say whether each card's added lines still stand at the ref.")
 @click.option("--missing", is_flag=True, help="Only PRs with neither card nor exclusion.")
+@click.option("--suggest-renames", is_flag=True, help="List renames git finds behind the families' paths "
+              "that dossier.toml does not declare as former paths yet.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @root_option
-def trace_cmd(families, all_families, repo, clone, ref, live, missing, fmt, root):
-    """List every PR that touched a family's files, with its card or exclusion."""
-    from .trace import trace
+def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_renames, fmt, root):
+    """List every PR that touched a family's files (former paths included), with its card or exclusion."""
+    from .trace import suggest_renames as suggest, trace
 
     config = _config(root)
     names = list(config.families) if all_families else list(families)
     if not names:
         raise DossierError("name a family or pass --all")
+    if suggest_renames:
+        found = suggest(config, repo, clone, names, ref)
+        if fmt == "json":
+            click.echo(json.dumps(found, indent=1))
+        for r in found if fmt == "text" else []:
+            click.echo(f"{r['family']}: {r['old_path']} -> {r['renamed_to']} (until #{r['until']}, {r['date']})")
+        return
     rows = trace(config, repo, clone, names, ref, live)
     if missing:
         rows = [r for r in rows if r.status == "missing"]

@@ -24,9 +24,36 @@ class Repo:
     name: str
     upstream: str
     default_branch: str = "main"
+    pinned: str | None = None  # upstream SHA the knowledge base is current to ("as of")
+    pinned_date: str | None = None
+    pinned_pr: int | None = None  # the PR that commit landed
+
+    @property
+    def as_of(self) -> str:
+        """'sgl-project/sglang main at 3c69a4c74452 (#35974, 2026-08-22)', or '' when not pinned."""
+        if not self.pinned:
+            return ""
+        pr = f"#{self.pinned_pr}, " if self.pinned_pr else ""
+        return f"{self.upstream} {self.default_branch} at {self.pinned[:12]} ({pr}{self.pinned_date or '?'})"
 
     def pr_url(self, pr: int) -> str:
         return f"https://github.com/{self.upstream}/pull/{pr}"
+
+
+@dataclass(frozen=True)
+class FormerPaths:
+    """Paths a family's code lived under before a rename or split, up to the PR that moved it.
+
+    A commit counts for the family through these paths only if it landed at or before
+    `until` (that PR's commit included: it touched both the old and the new path).
+    """
+    repo: str
+    globs: tuple[str, ...]
+    until: int
+    note: str = ""
+    # For a file that was split: only commits whose hunks (header or changed lines) name one
+    # of these count, i.e. those that touched the part that moved into the lane file.
+    symbols: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -34,9 +61,15 @@ class Family:
     name: str
     title: str
     globs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    former: tuple[FormerPaths, ...] = ()
 
     def matches(self, repo: str, path: str) -> bool:
         return any(glob_match(path, g) for g in self.globs.get(repo, ()))
+
+    def former_for(self, repo: str, path: str, active: set[int]) -> list[FormerPaths]:
+        """This family's former-path entries that `path` falls under, for a commit at or before their `until`."""
+        return [f for f in self.former
+                if f.repo == repo and f.until in active and any(glob_match(path, g) for g in f.globs)]
 
 
 @lru_cache(maxsize=4096)
@@ -140,12 +173,22 @@ def load_config(root: Path | None = None) -> Config:
     repos = {}
     for name, spec in data.get("repos", {}).items():
         check_repo_name(name)
-        repos[name] = Repo(name, spec["upstream"], spec.get("default_branch", "main"))
+        pinned = spec.get("pinned")
+        if pinned is not None and not re.fullmatch(r"[0-9a-f]{40}", str(pinned)):
+            raise DossierError(f"{path}: repos.{name}.pinned must be a full 40-hex upstream SHA")
+        repos[name] = Repo(name, spec["upstream"], spec.get("default_branch", "main"), pinned,
+                           str(spec["pinned_date"]) if spec.get("pinned_date") else None, spec.get("pinned_pr"))
     families = {}
     for name, spec in data.get("families", {}).items():
         globs = {r: tuple(g) for r, g in spec.get("globs", {}).items()}
         for r in globs:
             if r not in repos:
                 raise DossierError(f"{path}: family {name} names unknown repo {r!r}")
-        families[name] = Family(name, spec.get("title", name), globs)
+        former = []
+        for entry in spec.get("former", []):
+            if entry.get("repo") not in repos or not isinstance(entry.get("until"), int) or not entry.get("paths"):
+                raise DossierError(f"{path}: families.{name}.former needs repo (registered), paths and until (a PR number)")
+            former.append(FormerPaths(entry["repo"], tuple(entry["paths"]), entry["until"], entry.get("note", ""),
+                                      tuple(entry.get("symbols", ()))))
+        families[name] = Family(name, spec.get("title", name), globs, tuple(former))
     return Config(root, repos, families)

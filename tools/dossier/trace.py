@@ -38,7 +38,8 @@ class TraceRow:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "", {}) or k in ("pr",)}
 
 
-def load_exclusions(root: Path) -> dict[tuple[str, int], str]:
+def load_exclusions(root: Path) -> dict[tuple[str, int | str], str]:
+    """(repo, PR number) -> reason; commits that landed with no PR number are keyed by (repo, sha prefix)."""
     path = root / EXCLUSIONS
     if not path.exists():
         return {}
@@ -50,10 +51,17 @@ def load_exclusions(root: Path) -> dict[tuple[str, int], str]:
     for entry in data if isinstance(data, list) else []:
         if isinstance(entry, dict) and "repo" in entry and "pr" in entry:
             out[(str(entry["repo"]), int(entry["pr"]))] = str(entry.get("reason") or "")
+        elif isinstance(entry, dict) and "repo" in entry and entry.get("commit"):
+            out[(str(entry["repo"]), str(entry["commit"])[:12])] = str(entry.get("reason") or "")
     return out
 
 
-def trace(config: Config, repo: str, clone: str, families: list[str], ref: str = "HEAD",
+def resolve_ref(config: Config, repo: str, ref: str | None) -> str:
+    """The ref to read: what was asked, else the repo's pinned SHA, else HEAD."""
+    return ref or config.repo(repo).pinned or "HEAD"
+
+
+def trace(config: Config, repo: str, clone: str, families: list[str], ref: str | None = None,
           live: bool = False) -> list[TraceRow]:
     from .sources.git import History, open_clone, pr_from_subject
 
@@ -62,22 +70,41 @@ def trace(config: Config, repo: str, clone: str, families: list[str], ref: str =
         if name not in config.families:
             raise DossierError(f"unknown family {name!r} (known: {', '.join(config.families)})")
     fams = [config.families[n] for n in families]
-    globs = sorted({g for f in fams for g in f.globs.get(repo, ())})
+    former = [f for fam in fams for f in fam.former if f.repo == repo]
+    globs = sorted({g for f in fams for g in f.globs.get(repo, ())} | {g for f in former for g in f.globs})
     if not globs:
         return []
-    history = History(open_clone(clone), ref)
+    history = History(open_clone(clone), resolve_ref(config, repo, ref))
+    # A former path counts only for commits at or before the PR that moved it away.
+    until_commit = {}
+    for f in former:
+        hit = history.index().get(f.until)
+        if hit is None:
+            raise DossierError(f"former paths of {f.globs[0]}: PR #{f.until} is not on the history of {history.ref}")
+        until_commit[hit.commit] = f.until
     exclusions = load_exclusions(config.root)
-    rows = []
-    for sha, date, subject, files in history.log_paths(globs):
+    rows, active = [], set()
+    for sha, date, subject, files in history.log_paths(globs):  # newest first
+        if sha in until_commit:
+            active.add(until_commit[sha])
         pr = pr_from_subject(subject)
-        hit = [f.name for f in fams if any(f.matches(repo, p) for p in files)]
-        matched = [p for p in files if any(f.matches(repo, p) for f in fams)]
+
+        def counts(fam, path):
+            if fam.matches(repo, path):
+                return True
+            return any(not f.symbols or history.touches_symbols(sha, path, f.symbols)
+                       for f in fam.former_for(repo, path, active))
+
+        hit = [f.name for f in fams if any(counts(f, p) for p in files)]
+        matched = [p for p in files if any(counts(f, p) for f in fams)]
         if not hit:
             continue
         if pr is not None and config.card_path(repo, pr).exists():
             status, reason = "card", ""
         elif pr is not None and (repo, pr) in exclusions:
             status, reason = "excluded", exclusions[(repo, pr)]
+        elif pr is None and (repo, sha[:12]) in exclusions:
+            status, reason = "excluded", exclusions[(repo, sha[:12])]
         else:
             status, reason = "missing", ""
         title = subject.rsplit(f"(#{pr})", 1)[0].strip() if pr else subject
@@ -87,6 +114,25 @@ def trace(config: Config, repo: str, clone: str, families: list[str], ref: str =
             if row.status == "card":
                 row.live = liveness(config, history, repo, row.pr)
     return rows
+
+
+def suggest_renames(config: Config, repo: str, clone: str, families: list[str], ref: str | None = None) -> list[dict]:
+    """Renames git detects in the history of each exact-path glob, not yet declared as former paths."""
+    from .sources.git import History, open_clone
+
+    history = History(open_clone(clone), resolve_ref(config, repo, ref))
+    out = []
+    for name in families:
+        fam = config.families[name]
+        declared = {g for f in fam.former if f.repo == repo for g in f.globs}
+        for glob in fam.globs.get(repo, ()):
+            if any(c in glob for c in "*?["):
+                continue  # git follows one file, not a pattern
+            for old, new, pr, date in history.renames(glob):
+                if old not in declared and not fam.matches(repo, old):
+                    out.append({"family": name, "path": glob, "old_path": old, "renamed_to": new, "until": pr,
+                                "date": date})
+    return out
 
 
 def liveness(config: Config, history, repo: str, pr: int) -> dict:

@@ -114,7 +114,8 @@ def list_tree(config: Config, repo: str, clone: str, ref: str = "HEAD") -> tuple
     paths = sorted(p for p in all_paths if keep_path(repo, p))
     if not paths:
         raise DossierError(f"{repo} at {ref}: no paths under {', '.join(TREE_ROOTS.get(repo, ('/',)))}")
-    header = (f"# {repo} tree at {commit} ({ref}); listed by `dossier tree`\n"
+    label = "pinned" if ref == config.repo(repo).pinned else ref
+    header = (f"# {repo} tree at {commit} ({label}); listed by `dossier tree`\n"
               f"# folders: {', '.join(TREE_ROOTS.get(repo, ('(all)',)))}; assets and multimodal_gen skipped\n")
     text = header + "\n".join(paths) + "\n"
     symbols = {}
@@ -157,10 +158,10 @@ def expand_names(names) -> set[str]:
 @click.command("tree")
 @click.argument("repo")
 @click.option("--clone", envvar="DOSSIER_CLONE", required=True, help="Local git clone (or bare git dir).")
-@click.option("--ref", default="HEAD", show_default=True)
+@click.option("--ref", default=None, help="Ref to list (default: the repo's pinned SHA, else HEAD).")
 @click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT", help="Knowledge-base root.")
 def command(repo, clone, ref, root):
     """Write references/trees/REPO.txt (paths) and REPO.symbols.json (def/class names)."""
     config = load_config(Path(root) if root else None)
-    txt, sym, size = list_tree(config, repo, clone, ref)
+    txt, sym, size = list_tree(config, repo, clone, ref or config.repo(repo).pinned or "HEAD")
     click.echo(f"wrote {txt.relative_to(config.root)} ({size // 1024} KiB) and {sym.relative_to(config.root)}")

@@ -32,7 +32,9 @@ def trace_exclusion(ctx):
 
     `references/trace-exclusions.yaml` lists PRs that a family glob catches but that are
     off-lane (a lint sweep, a CI rename, another model's change). Each needs repo, pr and
-    a reason of at least a few words, so nothing is dropped silently.
+    a reason of at least a few words, so nothing is dropped silently. A commit that
+    landed on the first-parent history with no PR number (a rebase-merged series) is
+    excluded by `commit:` (its SHA, 12 hex characters or more) instead of `pr:`.
     """
     import yaml
 
@@ -56,10 +58,13 @@ def trace_exclusion(ctx):
     for node in root.value:
         line = node.start_mark.line + 1
         entry = yaml.load(Loader=yaml_loader(), stream=yaml.serialize(node)) if isinstance(node, yaml.MappingNode) else None
-        if not isinstance(entry, dict) or not {"repo", "pr"} <= set(entry):
-            yield Finding(EXCLUSIONS, line, 1, "L020", "exclusion needs repo and pr")
+        if not isinstance(entry, dict) or "repo" not in entry or ("pr" in entry) == ("commit" in entry):
+            yield Finding(EXCLUSIONS, line, 1, "L020", "exclusion needs repo and one of pr or commit")
             continue
-        key = (str(entry["repo"]), entry["pr"])
+        if "commit" in entry and not re.fullmatch(r"[0-9a-f]{12,40}", str(entry["commit"])):
+            yield Finding(EXCLUSIONS, line, 1, "L020", "commit must be 12 to 40 hex characters")
+            continue
+        key = (str(entry["repo"]), entry.get("pr", str(entry.get("commit"))[:12]))
         if len(str(entry.get("reason") or "").split()) < 3:
             yield Finding(EXCLUSIONS, line, 1, "L020", f"{key[0]}#{key[1]} needs a reason of at least three words")
         if key in seen:

@@ -162,6 +162,38 @@ class History:
             rows.append((sha, _iso_date(date), subject, files))
         return rows
 
+    def touches_symbols(self, commit: str, path: str, symbols: tuple[str, ...]) -> bool:
+        """Whether the commit's diff of `path` names one of `symbols` in a hunk header or changed line."""
+        key = (commit, path)
+        cache = self.__dict__.setdefault("_hunk_text", {})
+        if key not in cache:
+            try:
+                diff = self.repo.git.show("--format=", "--no-color", "-U0", "--first-parent", commit, "--", path)
+            except git.GitCommandError:
+                diff = ""
+            cache[key] = "\n".join(l for l in diff.splitlines()
+                                   if l.startswith(("@@", "+", "-")) and not l.startswith(("+++", "---")))
+        text = cache[key]
+        return any(re.search(re.escape(sym), text, re.IGNORECASE) for sym in symbols)
+
+    def renames(self, path: str) -> list[tuple[str, str, int | None, str]]:
+        """(old path, new path, PR, date) of every rename git finds following `path` back in time."""
+        head = self._resolve_ref()
+        try:
+            out = self.repo.git.log("--follow", "-M", "--name-status", f"--format=\x1e%H{_SEP}%aI{_SEP}%s", head,
+                                    "--", path)
+        except git.GitCommandError:
+            return []
+        found = []
+        for block in out.split("\x1e")[1:]:
+            head_line, _, rest = block.partition("\n")
+            _, date, subject = head_line.split(_SEP, 2)
+            for line in rest.splitlines():
+                parts = line.split("\t")
+                if parts and parts[0].startswith("R") and len(parts) == 3:
+                    found.append((parts[1], parts[2], pr_from_subject(subject), _iso_date(date)))
+        return found
+
 
 def pr_meta(pc: PrCommit) -> dict:
     title = _SQUASH.sub("", pc.subject).strip() if pc.kind == "squash" else pc.subject
