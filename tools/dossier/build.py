@@ -68,7 +68,7 @@ def render_history(ctx: Context) -> str:
     per_repo = {}
     for r in rows:
         per_repo[r["repo"]] = per_repo.get(r["repo"], 0) + 1
-    return render("pr-history.md.j2",
+    return render("pr-history.md.j2", as_of=ctx.config.as_of,
         cards=rows, families=families, per_repo=sorted(per_repo.items())
     )
 
@@ -87,7 +87,8 @@ def _renderers(ctx: Context) -> dict[str, Callable[[Context], str]]:
 
 _STAMP = re.compile(r"<!-- dossier-build inputs=([0-9a-f]{16}) output=([0-9a-f]{16}) -->\n\Z")
 _INPUT_GLOBS = ("dossier.toml", "references/cards/*/*.md", "references/evidence/*/*.json",
-                "references/radar.yaml", "playbook/**/*.yaml", "references/measurements/*/*.json")
+                "references/radar.yaml", "playbook/**/*.yaml", "references/measurements/*/*.json",
+                "references/supersession.json")
 
 
 def inputs_digest(ctx: Context) -> str:

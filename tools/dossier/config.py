@@ -134,6 +134,12 @@ class Config:
         check_repo_name(repo)
         return self.evidence_dir / repo / f"{pr}.json"
 
+    @property
+    def as_of(self) -> str:
+        """One line naming the upstream commit each pinned repo is current to."""
+        pins = [r.as_of for r in self.repos.values() if r.pinned]
+        return ("As of " + "; ".join(pins) + ".") if pins else "Not pinned to an upstream commit."
+
     def families_for(self, repo: str, paths) -> list[str]:
         return [f.name for f in self.families.values() if any(f.matches(repo, p) for p in paths)]
 

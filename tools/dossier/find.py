@@ -153,6 +153,7 @@ def _inputs(root: Path) -> list[Path]:
     paths += sorted((root / "references" / "evidence").glob("*/*.json"))
     paths += sorted((root / "references" / "trees").glob("*.symbols.json"))
     paths += sorted((root / "references" / "measurements").glob("*/*.json"))
+    paths += [p for p in [root / "references" / "supersession.json"] if p.exists()]
     lanes = root / "playbook" / "lanes.yaml"
     return paths + ([lanes] if lanes.exists() else [])
 
@@ -177,6 +178,13 @@ def _path_words(path: str) -> str:
     return path.replace("/", " ").replace("_", " ").replace(".", " ")
 
 
+def _today(sup, entry: dict | None) -> dict | None:
+    """A card's state at the pinned SHA and who superseded it, for find results."""
+    if not entry:
+        return None
+    return {"state": entry["state"], "superseded_by": [sup.label(e) for e in sup.significant(entry)]}
+
+
 def build_index(ctx) -> dict:
     from . import playbook
     from .cards import classify_file
@@ -188,6 +196,9 @@ def build_index(ctx) -> dict:
     file_info: dict[tuple[str, str], dict] = {}
     measured = {subj: rec for subj, (_, rec, err) in ms.records(ctx.root).items()
                 if rec and not err and not ms.problems(rec)}
+    from . import supersede as sup
+
+    supersession = sup.load(ctx.root)
 
     def info(repo, path):
         return file_info.setdefault((repo, path), {"text": [], "cards": [], "lanes": set(), "symbols": set()})
@@ -231,7 +242,8 @@ def build_index(ctx) -> dict:
         docs.append(_doc("card", cid, weighted, title=str(meta.get("title", "")), files=files[:5],
                          repos=[cid.split("/")[0]] * len(files[:5]), cards=[cid], lanes=lanes, merged=merged,
                          measured={"speedup": ms.headline(record), "measured": record["measured"],
-                                   "device": record["device"]["gpu"]} if record else None))
+                                   "device": record["device"]["gpu"]} if record else None,
+                         today=_today(sup, sup.for_card(ctx.root, cid, supersession))))
         for path in files:
             fi = info(cid.split("/")[0], path)
             fi["text"].append(str(meta.get("title", "")))
@@ -331,6 +343,8 @@ def _result(score: float, d: dict) -> dict:
         out["title"] = d["title"]
     if d.get("measured"):
         out["measured"] = d["measured"]
+    if d.get("today"):
+        out["today"] = d["today"]
     return out
 
 
@@ -350,6 +364,10 @@ def format_text(found: dict) -> str:
             lines.append("      cards: " + ", ".join(r["cards"][:6]))
         if r["lanes"]:
             lines.append("      lanes: " + ", ".join(r["lanes"]))
+        if r.get("today") and r["today"]["state"] != "live":
+            t = r["today"]
+            by = f"; superseded by {', '.join(t['superseded_by'])}" if t["superseded_by"] else ""
+            lines.append(f"      today: {t['state']} at the pinned SHA{by}")
         if r.get("measured"):
             m = r["measured"]
             lines.append(f"      measured: {m['speedup']} on {m['device']} ({m['measured']}, playbook/repros)")

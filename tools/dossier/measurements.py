@@ -151,12 +151,18 @@ def speedups(record: dict) -> list[float]:
 
 
 def headline(record: dict) -> str:
-    """The range of before/after ratios, e.g. '1.1-34.5x'."""
+    """The range of before/after time ratios, e.g. '1.1-34.5x', and of peak-memory change when measured."""
     sp = speedups(record)
     if not sp:
         return "-"
     lo, hi = min(sp), max(sp)
-    return f"{lo:.2f}x" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}x"
+    text = f"{lo:.2f}x" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}x"
+    peaks = [c["peak_mib_after"] / c["peak_mib_before"] - 1 for c in record.get("cases", [])
+             if c.get("peak_mib_before") and c.get("peak_mib_after") is not None]
+    if peaks:
+        a, b = round(100 * min(peaks)), round(100 * max(peaks))
+        text += f" time, peak memory {a:+d}%" if a == b else f" time, peak memory {a:+d}..{b:+d}%"
+    return text
 
 
 def _fmt(value) -> str:

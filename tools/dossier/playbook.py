@@ -218,7 +218,16 @@ def render_markdown(ctx) -> str:
     if others:
         groups.append({"id": "other", "title": "Other", "entries": others})
     lanes = ctx.lanes
-    return render("playbook.md.j2",
-        groups=groups, total=len(entries), existing_cards=existing, lanes=lanes,
+    from . import supersede as sup
+
+    data = sup.load(ctx.root)
+    today = {}
+    for cid in existing:
+        entry = sup.for_card(ctx.root, cid, data)
+        if entry and entry["state"] in ("gone", "partly superseded"):
+            by = sup.significant(entry)
+            today[cid] = entry["state"] + (f", superseded by {', '.join(sup.label(e) for e in by)}" if by else "")
+    return render("playbook.md.j2", as_of=ctx.config.as_of,
+        groups=groups, total=len(entries), existing_cards=existing, lanes=lanes, today=today,
         repos={name: r.upstream for name, r in ctx.config.repos.items()},
     )

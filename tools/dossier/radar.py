@@ -299,6 +299,7 @@ def _row(config: Config, item: Item) -> dict:
         "knobs": [str(v) for v in d.get("knobs") or []],
         "symptom": text(d.get("symptom")),
         "notes": text(d.get("notes")),
+        "source": text(d.get("source")),
     }
 
 
@@ -307,7 +308,7 @@ def render_markdown(ctx) -> str:
     items = [_row(ctx.config, i) for i in (radar.items if radar else []) if not i.data.get("_not_mapping")]
     from .render import render
 
-    return render("radar.md.j2",items=items, max_age=max_age_days(ctx.root))
+    return render("radar.md.j2", as_of=ctx.config.as_of, items=items, max_age=max_age_days(ctx.root))
 
 
 # --- command -------------------------------------------------------------------------

@@ -258,6 +258,12 @@ class Site:
         out.append(body.strip())
         return "\n".join(out) + "\n"
 
+    @cached_property
+    def supersession(self) -> dict:
+        from . import supersede as sup
+
+        return sup.load(self.root)
+
     def facts_table(self, cid: str, meta: dict, lock: dict | None, page: str, lanes: list[str]) -> str:
         rows: list[tuple[str, str]] = []
         url = meta.get("url") or (lock or {}).get("url")
@@ -282,6 +288,19 @@ class Site:
             symbols = sorted({s for f in lock.get("files", []) for s in f.get("symbols", [])})
             if symbols:
                 rows.append(("Touched symbols", ", ".join(f"`{cell(s)}`" for s in symbols[:40])))
+            from . import supersede as sup
+
+            entry = sup.for_card(self.root, cid, self.supersession)
+            if entry:
+                by = sup.significant(entry)
+                status = f"{entry['state']} ({entry.get('present')}/{entry['added']} added lines still stand at " \
+                         f"the pinned SHA)"
+                if by:
+                    status += "; superseded by " + ", ".join(
+                        (self.link_card(f"{cid.split('/')[0]}/{e['pr']}", page, sup.label(e))
+                         if e.get("pr") and f"{cid.split('/')[0]}/{e['pr']}" in self.cards else sup.label(e))
+                        + f" ({e['lines']} lines, {e['date']})" for e in by)
+                rows.append(("Today", cell(status)))
             source = lock.get("source") or {}
             if source.get("commit"):
                 rows.append(("Evidence", cell(f"{source.get('kind', '')} commit {source['commit'][:12]}, "
@@ -505,11 +524,24 @@ class Site:
                    ("Lanes", len(self.lanes), "lanes/index.md")]
         if radar is not None:
             figures.append(("Radar entries", radar, "radar.md"))
-        out = ["| Figure | Count |", "|---|---:|"]
+        out = [f"**{self.config.as_of}**", "", "| Figure | Count |", "|---|---:|"]
         out += [f"| [{name}]({link}) | {n} |" for name, n, link in figures]
         out += ["", "### Cards per repository", "", "| Repository | Upstream | Cards |", "|---|---|---:|"]
         for name, repo in self.config.repos.items():
             out.append(f"| `{name}` | [{repo.upstream}](https://github.com/{repo.upstream}) | {per_repo.get(name, 0)} |")
+        states: dict[str, dict[str, int]] = {}
+        from . import supersede as sup
+
+        for cid in self.cards:
+            entry = sup.for_card(self.root, cid, self.supersession)
+            if entry:
+                bucket = states.setdefault(cid.split("/")[0], {})
+                bucket[entry["state"]] = bucket.get(entry["state"], 0) + 1
+        if states:
+            out += ["", "### Cards' code at the pinned SHA", "",
+                    "| Repository | Live | Partly superseded | Gone |", "|---|---:|---:|---:|"]
+            for name, b in sorted(states.items()):
+                out.append(f"| `{name}` | {b.get('live', 0)} | {b.get('partly superseded', 0)} | {b.get('gone', 0)} |")
         out += ["", "### Cards per family", "", "| Family | Cards |", "|---|---:|"]
         for name in self.config.families:
             n = sum(1 for r in self.rows.values() if name in r["families"])

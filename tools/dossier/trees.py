@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import click
@@ -124,6 +125,13 @@ def list_tree(config: Config, repo: str, clone: str, ref: str = "HEAD") -> tuple
         if blob is not None:
             symbols[path] = python_symbols(blob)
     doc = {"repo": repo, "commit": commit, "files": symbols}
+    if repo == "sglang":
+        sources = {p: history.file_at(commit, p) for p in all_paths
+                   if p == "python/sglang/srt/server_args.py" or
+                   (p.startswith("python/sglang/srt/arg_groups/") and p.endswith(".py"))}
+        env_src = history.file_at(commit, "python/sglang/srt/environ.py") or b""
+        doc["flags"], doc["env"] = _flags_and_env({p: b.decode("utf-8", "replace") for p, b in sources.items() if b},
+                                                  env_src.decode("utf-8", "replace"))
     txt_path, sym_path = listing_paths(config.root, repo)
     write_atomic(txt_path, text)
     write_atomic(sym_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
@@ -157,11 +165,100 @@ def expand_names(names) -> set[str]:
 
 @click.command("tree")
 @click.argument("repo")
-@click.option("--clone", envvar="DOSSIER_CLONE", required=True, help="Local git clone (or bare git dir).")
+@click.option("--clone", envvar="DOSSIER_CLONE", default=None, help="Local git clone (or bare git dir).")
 @click.option("--ref", default=None, help="Ref to list (default: the repo's pinned SHA, else HEAD).")
+@click.option("--wheel", default=None, type=click.Path(dir_okay=False),
+              help="List a released sglang wheel instead (paths, CLI flags, env vars) into sglang-release.json.")
 @click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT", help="Knowledge-base root.")
-def command(repo, clone, ref, root):
+def command(repo, clone, ref, wheel, root):
     """Write references/trees/REPO.txt (paths) and REPO.symbols.json (def/class names)."""
     config = load_config(Path(root) if root else None)
+    if wheel:
+        out, doc = list_release(config, wheel)
+        click.echo(f"wrote {out.relative_to(config.root)}: sglang {doc['version']}, {len(doc['paths'])} paths, "
+                   f"{len(doc['flags'])} flags, {len(doc['env'])} env vars")
+        return
+    if not clone:
+        raise click.UsageError("--clone is required (or --wheel)")
     txt, sym, size = list_tree(config, repo, clone, ref or config.repo(repo).pinned or "HEAD")
     click.echo(f"wrote {txt.relative_to(config.root)} ({size // 1024} KiB) and {sym.relative_to(config.root)}")
+
+
+# --- a released wheel: what a user who pip-installs sglang actually has ------------------------
+
+RELEASE_LISTING = "references/trees/sglang-release.json"
+_FIELD = re.compile(r"^\s{4}([a-z][a-z0-9_]*)\s*:\s*(?:A\[|[A-Za-z])", re.M)
+_QUOTED_FLAG = re.compile(r"[\"'](--[a-z0-9][a-z0-9-]*)[\"']")
+_ENV = re.compile(r"\b(SGLANG_[A-Z0-9_]+)\b")
+
+
+def list_release(config: Config, wheel: str) -> tuple[Path, dict]:
+    """Write references/trees/sglang-release.json from a released sglang wheel (read as a zip; nothing runs).
+
+    Paths are mapped to the repository's layout (sglang/srt/x.py -> python/sglang/srt/x.py); CLI
+    flags come from the ServerArgs fields of server_args.py and arg_groups/ (`--field-name`) plus
+    quoted `--flags`; env vars from srt/environ.py.
+    """
+    import zipfile
+
+    m = re.search(r"sglang-(\d+(?:\.\d+)+(?:\.post\d+)?)-", Path(wheel).name)
+    if not m:
+        raise DossierError(f"{wheel}: not an sglang wheel (expected sglang-<version>-...whl)")
+    try:
+        zf = zipfile.ZipFile(wheel)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise DossierError(f"{wheel}: cannot read the wheel: {exc}") from None
+    names = zf.namelist()
+    paths = sorted("python/" + n for n in names if n.startswith("sglang/srt/") and not n.endswith("/"))
+    sources = {n: zf.read(n).decode("utf-8", "replace") for n in names
+               if n == "sglang/srt/server_args.py" or (n.startswith("sglang/srt/arg_groups/") and n.endswith(".py"))}
+    env_src = zf.read("sglang/srt/environ.py").decode("utf-8", "replace") if "sglang/srt/environ.py" in names else ""
+    flags, env = _flags_and_env(sources, env_src)
+    doc = {"repo": "sglang", "version": m.group(1), "wheel": Path(wheel).name,
+           "paths": paths, "flags": flags, "env": env}
+    out = config.root / RELEASE_LISTING
+    write_atomic(out, json.dumps(doc, indent=0) + "\n")
+    return out, doc
+
+
+def load_release(root: Path) -> dict | None:
+    path = root / RELEASE_LISTING
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DossierError(f"{RELEASE_LISTING}: broken JSON at line {exc.lineno}") from None
+
+
+def _flags_and_env(sources: dict[str, str], env_src: str) -> tuple[list[str], list[str]]:
+    """CLI flags of ServerArgs (`--field-name` of each field, plus quoted `--flags`) and SGLANG_ env names."""
+    flags = set()
+    for src in sources.values():
+        flags |= {"--" + f.replace("_", "-") for f in _FIELD.findall(src)}
+        flags |= set(_QUOTED_FLAG.findall(src))
+    return sorted(flags), sorted(set(_ENV.findall(env_src)))
+
+
+def pinned_names(root: Path) -> tuple[set[str], set[str]]:
+    """sglang's flags and env vars at the pinned SHA (from references/trees/sglang.symbols.json)."""
+    _, sym = listing_paths(root, "sglang")
+    if not sym.exists():
+        return set(), set()
+    doc = json.loads(sym.read_text(encoding="utf-8"))
+    return set(doc.get("flags", [])), set(doc.get("env", []))
+
+
+def missing_in_release(release: dict, text: str, pinned: tuple[set[str], set[str]] | None = None) -> list[str]:
+    """sglang flags (`--x`), env vars (`SGLANG_X`) and paths named in `text` that the release lacks.
+
+    With `pinned`, only names sglang has at the pinned SHA count as sglang's (a lane's own
+    `--output` is not an sglang flag).
+    """
+    flags, env, paths = set(release["flags"]), set(release["env"]), set(release["paths"])
+    pflags, penv = pinned or (None, None)
+    out = [f for f in re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]+)", text)
+           if f not in flags and (pflags is None or f in pflags)]
+    out += [e for e in _ENV.findall(text) if e not in env and (penv is None or e in penv)]
+    out += [p for p in re.findall(r"python/sglang/srt/[\w/.-]+\.py", text) if p not in paths]
+    return out

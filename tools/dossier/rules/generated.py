@@ -21,3 +21,38 @@ def generated_stale(ctx):
             a, b = current.split("\n"), text.split("\n")
             line = next((i for i, (x, y) in enumerate(zip(a, b), 1) if x != y), min(len(a), len(b)) + 1)
             yield Finding(rel, line, 1, "B001", "generated file is out of date; run `dossier build`")
+
+
+@rule("B002", "supersession-stale", scope="project")
+def supersession_stale(ctx):
+    """`references/supersession.json` misses a card, or a card's lock changed since it was computed.
+
+    What superseded each card is computed from git at the pinned SHA
+    (`dossier trace --all --supersede --clone CLONE`, once per repo) and stamped with
+    each card's lock digest and the SHA it read. A new card, a re-fetched lock or a
+    new pin makes it stale: compute it again.
+    """
+    from ..evidence import lock_digest
+    from ..supersede import SUPERSESSION, load
+
+    data = load(ctx.root)
+    repos = data.get("repos", {})
+    for (repo, pr), lock in sorted(ctx.all_locks.items()):
+        if f"{repo}/{pr}" not in ctx.card_ids:
+            continue
+        stored = repos.get(repo)
+        pinned = ctx.config.repos[repo].pinned if repo in ctx.config.repos else None
+        if stored is None:
+            yield Finding(SUPERSESSION, 1, 1, "B002", f"no supersession results for {repo}; run `dossier trace --all "
+                                                      f"--repo {repo} --supersede --clone CLONE`")
+            continue
+        if pinned and stored.get("ref") != pinned:
+            yield Finding(SUPERSESSION, 1, 1, "B002", f"{repo} was computed at {str(stored.get('ref'))[:12]}, "
+                                                      f"not at the pinned {pinned[:12]}; compute it again")
+            repos.pop(repo)
+            continue
+        entry = stored.get("cards", {}).get(str(pr))
+        if entry is None:
+            yield Finding(SUPERSESSION, 1, 1, "B002", f"{repo}#{pr} has a card but no supersession entry; compute it again")
+        elif entry.get("lock") != lock_digest(lock)[:16]:
+            yield Finding(SUPERSESSION, 1, 1, "B002", f"{repo}#{pr}'s lock changed since supersession was computed")

@@ -135,3 +135,63 @@ def playbook_no_lane_or_look(ctx):
             if not _list(entry, key):
                 yield Finding(path, entry.get("_line", 1), 1, "L008",
                               f"entry '{entry.get('id')}' has no {what} (`{key}` is empty or missing)")
+
+
+@rule("L015", "playbook-cites-gone-card", scope="project")
+def playbook_cites_gone_card(ctx):
+    """A playbook entry cites a card whose lines are gone without citing where the behaviour lives now.
+
+    `references/supersession.json` says, per card, whether the lines its PR added still
+    stand at the pinned SHA and which later PRs removed or rewrote them. An entry that
+    sends a reader to a card whose code is gone must also cite a card of a PR that
+    superseded it, so nobody is sent to code that no longer exists.
+    """
+    from .. import supersede as sup
+
+    data = sup.load(ctx.root)
+    for entry, path, line_of in _entries(ctx):
+        cited = [str(c) for c in _list(entry, "cards")]
+        for cid in cited:
+            info = sup.for_card(ctx.root, cid, data)
+            if not info or info["state"] != "gone":
+                continue
+            repo = cid.split("/")[0]
+            later = [f"{repo}/{e['pr']}" for e in sup.significant(info) if e.get("pr")]
+            if not any(c in cited for c in later):
+                have = [c for c in later if c in ctx.card_ids]
+                hint = f"cite {', '.join(have)}" if have else \
+                    f"card one of {', '.join('#' + c.split('/')[1] for c in later) or 'its superseding commits'} and cite it"
+                yield Finding(path, line_of(entry, "cards"), 1, "L015",
+                              f"{entry.get('id')}: {cid} is gone at the pinned SHA; {hint}")
+
+
+@rule("L016", "playbook-not-in-release", scope="project")
+def playbook_not_in_release(ctx):
+    """A playbook entry names an sglang flag, env var or file that the newest release lacks, without saying so.
+
+    The base is current to a pinned upstream SHA, but users run the released wheel.
+    `references/trees/sglang-release.json` (`dossier tree sglang --wheel sglang-X.whl`)
+    lists the release's paths, CLI flags and env vars. A knob or file the release does
+    not have must say so where it is named (the knob text or the file's `why` names the
+    release version, e.g. "removed in 0.5.23: use --mm-feature-transport").
+    """
+    from ..trees import load_release, missing_in_release, pinned_names
+
+    release = load_release(ctx.root)
+    if not release:
+        return
+    version = release["version"]
+    pinned = pinned_names(ctx.root) if pinned_names(ctx.root)[0] else None
+    for entry, path, line_of in _entries(ctx):
+        for i, knob in enumerate(_list(entry, "knobs")):
+            gone = missing_in_release(release, str(knob), pinned)
+            if gone and version not in str(knob):
+                yield Finding(path, line_of(entry, "knobs", i), 1, "L016",
+                              f"{entry.get('id')}: {', '.join(gone)} is not in sglang {version}; say so in the knob")
+        for i, look in enumerate(_list(entry, "look")):
+            if not isinstance(look, dict) or look.get("repo") != "sglang":
+                continue
+            gone = missing_in_release(release, str(look.get("file", "")))
+            if gone and version not in str(look.get("why", "")):
+                yield Finding(path, line_of(entry, "look", i), 1, "L016",
+                              f"{entry.get('id')}: {look.get('file')} is not in sglang {version}; say so in its why")

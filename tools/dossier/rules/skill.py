@@ -131,3 +131,44 @@ def skill_unknown_file(ctx):
         for m in _CODE_PATH.finditer(line):
             if m.group(1) not in known:
                 yield Finding(SKILL, number, m.start(1) + 1, "K006", f"{m.group(1)} is not in any tree listing or lock")
+
+
+@rule("K007", "skill-not-in-release", scope="project")
+def skill_not_in_release(ctx):
+    """SKILL.md names an sglang flag, env var or file the newest release lacks, without saying so.
+
+    The same check as L016 for the skill: a line that names something
+    `references/trees/sglang-release.json` does not list must name the release version
+    too ("not in 0.5.23"), so an assistant does not send a user of the wheel to it.
+    """
+    from ..trees import load_release, missing_in_release, pinned_names
+
+    if ctx.card_paths is not None:
+        return
+    release = load_release(ctx.root)
+    text, _, _ = _read_skill(ctx)
+    if not release or text is None:
+        return
+    pinned = pinned_names(ctx.root) if pinned_names(ctx.root)[0] else None
+    for number, line in enumerate(text.split("\n"), start=1):
+        gone = missing_in_release(release, line, pinned)
+        if gone and release["version"] not in line:
+            yield Finding(SKILL, number, 1, "K007", f"{', '.join(gone)} is not in sglang {release['version']}; say so")
+
+
+@rule("K008", "skill-as-of", scope="project")
+def skill_as_of(ctx):
+    """SKILL.md does not state the upstream SHAs the knowledge base is current to.
+
+    Each pinned repo in dossier.toml (`pinned`, `pinned_date`) must appear in SKILL.md
+    by its first 12 hex characters and its date, so an assistant knows how fresh the
+    files, cards and playbook are.
+    """
+    if ctx.card_paths is not None:
+        return
+    text, _, _ = _read_skill(ctx)
+    if text is None:
+        return
+    for name, repo in ctx.config.repos.items():
+        if repo.pinned and (repo.pinned[:12] not in text or (repo.pinned_date and repo.pinned_date not in text)):
+            yield Finding(SKILL, 1, 1, "K008", f"SKILL.md must state that {name} is current to {repo.as_of}")
