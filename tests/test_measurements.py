@@ -98,7 +98,8 @@ def test_run_records_exactly_what_the_script_wrote(mkb, tmp_path):
     assert (tmp_path / "fake.json").read_bytes() == path.read_bytes()  # filed byte for byte
     listing = json.loads(_run(mkb, "repro", "list", "--format", "json").output)
     assert listing == [{"script": "playbook/repros/fake.py", "subject": "sglang#42", "technique": "one copy instead of many",
-                        "state": "fresh", "record": "references/measurements/sglang/42.json", "speedup": "7.59x",
+                        "state": "fresh", "record": "references/measurements/sglang/42.json",
+                        "speedup": "7.59x time, peak memory -50%",
                         "measured": "2026-11-30"}]
 
 
@@ -215,4 +216,5 @@ def test_find_results_carry_the_speedup(mkb):
     res = _run(mkb, "find", "one copy", "--format", "json")
     assert res.exit_code == 0, res.output
     card = next(r for r in json.loads(res.output)["results"] if r["id"] == "sglang/42")
-    assert card["measured"] == {"speedup": "7.59x", "measured": "2026-11-30", "device": "NVIDIA H200"}
+    assert card["measured"] == {"speedup": "7.59x time, peak memory -50%", "measured": "2026-11-30",
+                                "device": "NVIDIA H200"}

@@ -80,7 +80,11 @@ def test_trace_live_shows_superseded_by(skb, upstream):
 
 
 def test_supersession_goes_stale_with_a_new_card_or_lock(skb, upstream):
-    assert [f for f in run_check(Context(load_config(skb)), select=["B002"])][0].code == "B002"  # never computed
+    assert run_check(Context(load_config(skb)), select=["B002"]) == []  # unpinned: not required
+    head = upstream.run("rev-parse", "HEAD").strip()
+    toml = (skb / "dossier.toml").read_text().replace('default_branch = "main"\n', f'default_branch = "main"\npinned = "{head}"\n', 1)
+    (skb / "dossier.toml").write_text(toml)
+    assert [f for f in run_check(Context(load_config(skb)), select=["B002"])][0].code == "B002"  # pinned, never computed
     _supersede(skb, upstream)
     assert run_check(Context(load_config(skb)), select=["B002"]) == []
     fetch_git(load_config(skb), "sglang", [4], str(upstream.path))

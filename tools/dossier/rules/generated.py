@@ -30,7 +30,7 @@ def supersession_stale(ctx):
     What superseded each card is computed from git at the pinned SHA
     (`dossier trace --all --supersede --clone CLONE`, once per repo) and stamped with
     each card's lock digest and the SHA it read. A new card, a re-fetched lock or a
-    new pin makes it stale: compute it again.
+    new pin makes it stale: compute it again. Required for pinned repos only.
     """
     from ..evidence import lock_digest
     from ..supersede import SUPERSESSION, load
@@ -42,6 +42,8 @@ def supersession_stale(ctx):
             continue
         stored = repos.get(repo)
         pinned = ctx.config.repos[repo].pinned if repo in ctx.config.repos else None
+        if not pinned and stored is None:
+            continue  # supersession is computed at a pinned SHA; an unpinned repo may go without
         if stored is None:
             yield Finding(SUPERSESSION, 1, 1, "B002", f"no supersession results for {repo}; run `dossier trace --all "
                                                       f"--repo {repo} --supersede --clone CLONE`")
