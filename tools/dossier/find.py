@@ -230,7 +230,11 @@ def build_index(ctx) -> dict:
         files = []
         if lock:
             runtime = [f for f in lock["files"] if classify_file(f["path"]) == "Runtime"] or lock["files"]
-            files = [f["path"] for f in sorted(runtime, key=lambda f: -(f["additions"] + f["deletions"]))]
+            by_churn = [f["path"] for f in sorted(runtime, key=lambda f: -(f["additions"] + f["deletions"]))]
+            # The writer quoted the lines that matter: files with excerpts lead, in excerpt order,
+            # then the rest by churn.
+            quoted = [e.path for e in card.excerpts if e.path in by_churn]
+            files = list(dict.fromkeys(quoted + by_churn))
         section = lambda name: card.sections[name].prose() if name in card.sections else ""  # noqa: E731
         weighted = [(str(meta.get("title", "")), 3), (" ".join(map(str, meta.get("families") or [])), 1),
                     (" ".join(map(str, meta.get("symptoms") or [])), 1), (section("Motivation"), 1),
@@ -309,7 +313,7 @@ def search(index: dict, query: str, limit: int = 10) -> dict:
         raise DossierError(f"nothing in the playbook, cards or files matches {query!r}; "
                            "try the model, modality and symptom (e.g. 'video OOM', 'ASR streaming latency')")
     idf = {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in known}
-    scored = []
+    scored, file_score = [], {}
     for d in docs:
         s = 0.0
         norm = K1 * (1 - B + B * d["len"] / avg)
@@ -319,13 +323,19 @@ def search(index: dict, query: str, limit: int = 10) -> dict:
                 s += idf[t] * f * (K1 + 1) / (f + norm)
         if s > 0:
             scored.append((s, d))
+            if d["kind"] == "file":
+                file_score[(d["repos"][0], d["files"][0])] = s
     scored.sort(key=lambda x: (-x[0], x[1]["kind"], str(x[1]["id"])))
+    # A file's rank: the documents that name it, each by its score, decaying with the
+    # document's rank and the file's place in it (a card lists its quoted files first),
+    # plus a share of how well the file itself matches the query.
     files: dict[tuple[str, str], float] = {}
-    weight = {"entry": 1.0, "card": 0.5, "file": 0.8}
+    weight = {"entry": 1.0, "card": 1.0, "file": 0.8}
     for rank, (s, d) in enumerate(scored[:30]):
         for i, (repo, path) in enumerate(zip(d["repos"], d["files"])):
             key = (repo, path)
-            files[key] = files.get(key, 0.0) + s * weight[d["kind"]] / (1 + i) / (1 + 0.1 * rank)
+            own = file_score.get(key, 0.0)
+            files[key] = files.get(key, 0.0) + s * weight[d["kind"]] / (1 + rank) * (1 / (1 + i) + 0.5 * own / (1 + own))
     top_files = sorted(files.items(), key=lambda kv: (-kv[1], kv[0]))
     results = [_result(s, d) for s, d in scored[:limit]]
     return {"query": query, "terms": terms,
