@@ -22,6 +22,7 @@ class Context:
     card_paths: list[Path] | None = None  # None: every card
     sources: dict[str, str] = field(default_factory=dict)  # repo -> clone path for --source
     histories: dict = field(default_factory=dict)  # repo -> sources.git.History, opened on demand
+    digests: dict = field(default_factory=dict)  # id(lock) -> lock_digest, see lock_sha
 
     @property
     def root(self) -> Path:
@@ -118,6 +119,22 @@ class Context:
 
         blob = self.history(repo).file_at(lock["source"]["commit"], path)
         return defined_names(blob.decode("utf-8", "surrogateescape")) if blob is not None else []
+
+    @cached_property
+    def measurement_records(self) -> dict:
+        """subject -> (path, record, error) of references/measurements, read once per check."""
+        from .measurements import records
+
+        return records(self.root)
+
+    def lock_sha(self, lock: dict) -> str:
+        """lock_digest of a loaded lock, computed once per check (G004 and B002 both need it)."""
+        from .evidence import lock_digest
+
+        key = id(lock)
+        if key not in self.digests:
+            self.digests[key] = lock_digest(lock)
+        return self.digests[key]
 
     @cached_property
     def all_locks(self) -> dict[tuple[str, int], dict]:

@@ -107,6 +107,8 @@ def match_block(lines: list[tuple[int, str]], heading_hunk: str | None, facts: d
     hunks = facts.get("hunks", [])
     if heading_hunk and heading_hunk not in {h["header"] for h in hunks}:
         return problems  # G002 reports the unknown hunk
+    if not _match_runs(runs, hunks, 0):
+        return problems  # the common case: quoted as is, no dedent to search for
     best: list[Problem] | None = None
     for dedent in _dedents(runs, hunks):
         found = _match_runs(runs, hunks, dedent)

@@ -32,7 +32,6 @@ def supersession_stale(ctx):
     each card's lock digest and the SHA it read. A new card, a re-fetched lock or a
     new pin makes it stale: compute it again. Required for pinned repos only.
     """
-    from ..evidence import lock_digest
     from ..supersede import SUPERSESSION, load
 
     data = load(ctx.root)
@@ -56,5 +55,5 @@ def supersession_stale(ctx):
         entry = stored.get("cards", {}).get(str(pr))
         if entry is None:
             yield Finding(SUPERSESSION, 1, 1, "B002", f"{repo}#{pr} has a card but no supersession entry; compute it again")
-        elif entry.get("lock") != lock_digest(lock)[:16]:
+        elif entry.get("lock") != ctx.lock_sha(lock)[:16]:
             yield Finding(SUPERSESSION, 1, 1, "B002", f"{repo}#{pr}'s lock changed since supersession was computed")

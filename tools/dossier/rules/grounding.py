@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..evidence import SCHEMA, file_index, lock_digest
+from ..evidence import SCHEMA, file_index
 from ..quotes import match_block
 from .base import Finding, rule
 
@@ -87,7 +87,7 @@ def lock_hash(ctx, card):
     lock = ctx.card_lock(card)
     if lock is None:
         return
-    if lock.get("lock_sha256") != lock_digest(lock):
+    if lock.get("lock_sha256") != ctx.lock_sha(lock):
         path = ctx.config.lock_path(card.path.parent.name, int(card.path.stem))
         yield Finding(ctx.rel(path), 1, 1, "G004", "lock_sha256 does not match the lock's content; re-run dossier fetch")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from ..fsio import yaml_loader
@@ -55,9 +56,10 @@ def trace_exclusion(ctx):
         yield Finding(EXCLUSIONS, 1, 1, "L020", "exclusions must be a list of {repo, pr, reason}")
         return
     seen = set()
+    constructor = yaml_loader()("")  # builds each entry from its node; no re-serializing
     for node in root.value:
         line = node.start_mark.line + 1
-        entry = yaml.load(Loader=yaml_loader(), stream=yaml.serialize(node)) if isinstance(node, yaml.MappingNode) else None
+        entry = constructor.construct_mapping(node, deep=True) if isinstance(node, yaml.MappingNode) else None
         if not isinstance(entry, dict) or "repo" not in entry or ("pr" in entry) == ("commit" in entry):
             yield Finding(EXCLUSIONS, line, 1, "L020", "exclusion needs repo and one of pr or commit")
             continue
@@ -141,14 +143,23 @@ def _validation_sentences(card) -> list[tuple[int, str]]:
     return out
 
 
+@functools.lru_cache(maxsize=4)
+def _lane_pattern(lanes) -> re.Pattern:
+    names = sorted(lanes, key=len, reverse=True)
+    return re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])") if names else re.compile(r"(?!x)x")
+
+
 def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
     """Lane id -> [(line, negated)] for every sentence of Validation naming it."""
+    pattern = _lane_pattern(tuple(ctx.lanes))
     found: dict[str, list[tuple[int, bool]]] = {}
     for line, sentence in _validation_sentences(card):
+        lanes = set(pattern.findall(sentence))
+        if not lanes:
+            continue
         negated = bool(_NEGATED.search(sentence))
-        for lane in ctx.lanes:
-            if re.search(rf"(?<![\w-]){re.escape(lane)}(?![\w-])", sentence):
-                found.setdefault(lane, []).append((line, negated))
+        for lane in lanes:
+            found.setdefault(lane, []).append((line, negated))
     return found
 
 

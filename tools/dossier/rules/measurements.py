@@ -105,8 +105,10 @@ def measured_number_by_hand(ctx, card):
     values (3 significant digits or more) is a measurement typed by hand. Numbers an
     upstream author reported stay in the prose, attributed to them.
     """
-    rec = ms.records(ctx.root).get(f"{card.path.parent.name}#{card.path.stem}")
+    rec = ctx.measurement_records.get(f"{card.path.parent.name}#{card.path.stem}")
     numbers = _record_numbers(rec[1]) if rec and isinstance(rec[1], dict) else set()
+    if not numbers and "measured on h200" not in card.text.lower():
+        return
     inside = False
     for number, line in enumerate(card.text.split("\n"), 1):
         if line.startswith(ms.BLOCK_START):
