@@ -295,17 +295,22 @@ def repro_record(raw_files, root):
     from . import measurements as ms
 
     config = _config(root)
-    failed = 0
-    for raw in raw_files:
-        try:
-            target = ms.file_record(config.root, Path(raw))
-        except DossierError as exc:
-            failed += 1
-            click.echo(f"dossier: error: {exc}", err=True)
-            continue
-        click.echo(f"recorded {target.relative_to(config.root)}")
+    failed = sum(not _file_one_record(config, Path(raw)) for raw in raw_files)
     if failed:
         sys.exit(1 if failed < len(raw_files) else 2)
+
+
+def _file_one_record(config, raw: Path) -> bool:
+    """File one raw record; say what happened in one line. False when it was refused."""
+    from . import measurements as ms
+
+    try:
+        target = ms.file_record(config.root, raw)
+    except DossierError as exc:
+        click.echo(f"dossier: error: {exc}", err=True)
+        return False
+    click.echo(f"recorded {target.relative_to(config.root)}")
+    return True
 
 
 @repro.command("run")
@@ -347,13 +352,7 @@ def repro_run(names, python, out_dir, quick, timeout, root):
         if quick:
             click.echo(f"ran {script.rel} (quick: not recorded) -> {raw}")
             continue
-        try:
-            target = ms.file_record(config.root, raw)
-        except DossierError as exc:
-            failed += 1
-            click.echo(f"dossier: error: {exc}", err=True)
-            continue
-        click.echo(f"recorded {target.relative_to(config.root)}")
+        failed += not _file_one_record(config, raw)
     if failed:
         sys.exit(1 if failed < len(chosen) else 2)
 
