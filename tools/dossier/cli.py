@@ -292,8 +292,6 @@ def repro_list(fmt, root):
 @root_option
 def repro_record(raw_files, root):
     """File raw records written on the device (`script.py --out X.json`) under references/measurements/."""
-    from . import measurements as ms
-
     config = _config(root)
     failed = sum(not _file_one_record(config, Path(raw)) for raw in raw_files)
     if failed:
