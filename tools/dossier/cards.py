@@ -174,6 +174,8 @@ def classify_file(path: str) -> str:
     name = low.rsplit("/", 1)[-1]
     if name in ("run_suite.py", "ci_install_dependency.sh"):
         return "CI"
+    if low.startswith((".claude/", "examples/", "example/")) or ("/" not in low and not low.endswith(".py")):
+        return "Other"  # agent skills, example scripts, root-level config: not the serving code
     if low.startswith(("test/", "tests/")) or "/tests/" in low or name.startswith("test_") or name.endswith("_test.py") or "benchmark" in low:
         return "Tests"
     if low.startswith((".github/",)) or name in ("ci_install_dependency.sh", "run_suite.py"):

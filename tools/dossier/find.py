@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from functools import lru_cache
 import re
 from collections import Counter
 from pathlib import Path
@@ -335,13 +336,22 @@ def search(index: dict, query: str, limit: int = 10) -> dict:
         for i, (repo, path) in enumerate(zip(d["repos"], d["files"])):
             key = (repo, path)
             own = file_score.get(key, 0.0)
-            files[key] = files.get(key, 0.0) + s * weight[d["kind"]] / (1 + rank) * (1 / (1 + i) + 0.5 * own / (1 + own))
+            files[key] = files.get(key, 0.0) + s * weight[d["kind"]] * _serving(path) / (1 + rank) * (
+                1 / (1 + i) + 0.5 * own / (1 + own))
     top_files = sorted(files.items(), key=lambda kv: (-kv[1], kv[0]))
     results = [_result(s, d) for s, d in scored[:limit]]
     return {"query": query, "terms": terms,
             "files": [p for (_, p), _ in top_files[:limit]],
             "top_files": [{"repo": r, "path": p, "score": round(v, 3)} for (r, p), v in top_files[:limit]],
             "results": results}
+
+
+@lru_cache(maxsize=8192)
+def _serving(path: str) -> float:
+    """Files to open for a symptom are serving code; tests, docs, CI and examples rank lower."""
+    from .cards import classify_file
+
+    return 1.0 if classify_file(path) == "Runtime" else 0.3
 
 
 def _result(score: float, d: dict) -> dict:
