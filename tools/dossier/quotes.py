@@ -124,12 +124,12 @@ def _match_runs(runs: list[Run], hunks: list[dict], dedent: int) -> list[Problem
     for run in runs:
         pos = _find(run, hunks, dedent, after)
         if pos is None:
-            return [_diagnose(run, hunks, dedent, after)]
+            return [_diagnose(run, hunks, dedent)]
         after = (pos[0], pos[1] + len(run.lines))
     return []
 
 
-def _diagnose(run: Run, hunks: list[dict], dedent: int, after: tuple[int, int]) -> Problem:
+def _diagnose(run: Run, hunks: list[dict], dedent: int) -> Problem:
     """Say which line breaks the run, and how."""
     every = {h for hunk in hunks if not run.hunk or hunk["header"] == run.hunk for h in hunk.get("lines", [])}
     where = f" of {run.hunk}" if run.hunk else ""

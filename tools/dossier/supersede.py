@@ -46,8 +46,6 @@ def _paths(config: Config, repo: str, locks: dict[int, dict], tree: list[str]) -
 
 def _walk(history, ref: str, paths: list[str]):
     """(sha, subject, added hashes, removed hashes) per first-parent commit touching paths, oldest first."""
-    from .sources.git import pr_from_subject  # noqa: F401 - GitPython loads only for this command
-
     proc = history.repo.git.log("--first-parent", "--reverse", "-p", "-U0", "--no-color", "--no-renames",
                                 f"--format=\x1e%H{_SEP}%aI{_SEP}%s", ref, "--", *paths,
                                 as_process=True, stdout_as_string=False)
