@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 from dossier import find  # noqa: E402
 from dossier.config import load_config  # noqa: E402
-from dossier.context import Context  # noqa: E402
+from dossier.kb import KnowledgeBase  # noqa: E402
 
 
 def ranked_cards(found: dict) -> list[str]:
@@ -67,7 +67,7 @@ def main() -> int:
     p.add_argument("--misses", action="store_true", help="list the reports that missed")
     args = p.parse_args()
     paths = args.files or sorted((ROOT / "tests").glob("find_reports*.yaml"))
-    rows = score(load_reports(paths), find.build_index(Context(load_config(ROOT))))
+    rows = score(load_reports(paths), find.build_index(KnowledgeBase(load_config(ROOT))))
     s = summary(rows)
     print(f"{s['reports']} reports ({s['omni_asr']} sglang-omni / Qwen3-Omni / Qwen3-ASR): "
           f"fixing card in top 5 for {s['card_top5']:.0%}, right file first for {s['file_first']:.0%} "

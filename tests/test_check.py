@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from dossier.check import run_check
 from dossier.cli import main
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 from dossier.fetch import fetch_git
 
 GOOD = """---
@@ -87,7 +87,7 @@ def kb_card(upstream, kb):
 
 
 def findings(kb, select=None, paths=None, sources=None):
-    ctx = Context(load_config(kb), sources=sources or {})
+    ctx = KnowledgeBase(load_config(kb), sources=sources or {})
     if paths is not None:
         ctx.card_paths = paths
     return run_check(ctx, select=select)

@@ -11,7 +11,7 @@ import pytest
 
 from dossier.check import run_check
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 from dossier.evidence import SCHEMA, defined_names, file_lines, line_hash, lock_digest
 from dossier.fetch import fetch_git
 
@@ -121,7 +121,7 @@ def kb7(upstream, kb):
 
 
 def _findings(kb, select, sources=None):
-    return run_check(Context(load_config(kb), sources=sources or {}), select=select)
+    return run_check(KnowledgeBase(load_config(kb), sources=sources or {}), select=select)
 
 
 def _edit(kb, old, new):

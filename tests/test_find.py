@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from dossier import find
 from dossier.cli import main
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 
 from test_playbook import make_kb
 
@@ -46,7 +46,7 @@ def run(kb, *args):
 def test_shipped_queries_find_the_expected_file(repo_root):
     queries = yaml.safe_load((repo_root / "tests" / "find_queries.yaml").read_text())["queries"]
     assert len(queries) >= 25
-    index = find.build_index(Context(load_config(repo_root)))  # no cache write into the checkout
+    index = find.build_index(KnowledgeBase(load_config(repo_root)))  # no cache write into the checkout
     misses = []
     for q in queries:
         top = find.search(index, q["q"], limit=10)["files"][:5]
@@ -109,7 +109,7 @@ def test_empty_or_garbage_query_is_one_clear_line(small_kb, query):
 
 
 def test_index_is_cached_and_invalidated(small_kb, monkeypatch):
-    ctx = Context(load_config(small_kb))
+    ctx = KnowledgeBase(load_config(small_kb))
     first = find.load_index(ctx)
     assert (small_kb / find.CACHE).exists()
     monkeypatch.setattr(find, "build_index", lambda ctx: pytest.fail("cache was not used"))
@@ -141,7 +141,7 @@ def test_find_on_real_upstream_reports(repo_root):
     assert sum(r["topic"] in ("omni", "asr") for r in reports) * 3 >= len(reports)
     for r in reports:
         assert (repo_root / "references" / "cards" / f"{r['card']}.md").exists(), r
-    index = find.build_index(Context(load_config(repo_root)))
+    index = find.build_index(KnowledgeBase(load_config(repo_root)))
     s = find_eval.summary(find_eval.score(reports, index))
     assert s["card_top5"] >= 0.85, s
     assert s["file_first"] >= 0.55, s

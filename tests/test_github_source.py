@@ -13,7 +13,7 @@ from dossier.check import run_check
 from dossier.cli import main
 from dossier.config import load_config
 from dossier.evidence import file_lines
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 from dossier.fetch import fetch_git
 from dossier.sources.github import fetch_github
 from github_standin import StandIn, github_files, resp
@@ -302,9 +302,9 @@ def test_card_rules_verify_excerpts_against_a_github_lock(env, kb, server):
     card = kb / "references/cards/sglang/23.md"
     card.parent.mkdir(parents=True)
     card.write_text(CARD.format(extra=""))
-    assert run_check(Context(config), select=["G001", "G002", "G003", "G004"]) == []
+    assert run_check(KnowledgeBase(config), select=["G001", "G002", "G003", "G004"]) == []
     card.write_text(CARD.format(extra="+        return 2\n"))
-    findings = run_check(Context(config), select=["G001"])
+    findings = run_check(KnowledgeBase(config), select=["G001"])
     assert [f.code for f in findings] == ["G001"] and findings[0].line == 18
 
 

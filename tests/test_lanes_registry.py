@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from dossier.check import run_check
 from dossier.cli import main
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 from dossier.lanes import dry_run, load_lanes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ LANE_REGISTRY_RULES = ("L010", "L011", "L012")
 
 
 def findings(root: Path, select: str | None = None):
-    return run_check(Context(load_config(root)), [select] if select else list(LANE_REGISTRY_RULES))
+    return run_check(KnowledgeBase(load_config(root)), [select] if select else list(LANE_REGISTRY_RULES))
 
 
 def write_registry(root: Path, lanes: list[dict]) -> None:

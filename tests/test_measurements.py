@@ -15,7 +15,7 @@ from dossier.build import build
 from dossier.check import run_check
 from dossier.cli import main
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 
 # A stand-in repro: no torch, writes the record a device run would (a "GPU" device line).
 FAKE = '''"""fake repro for tests"""
@@ -77,7 +77,7 @@ def _run(kb, *args):
 
 
 def _codes(kb, select, paths=None):
-    ctx = Context(load_config(kb))
+    ctx = KnowledgeBase(load_config(kb))
     if paths is not None:
         ctx.card_paths = paths
     return [(f.code, f.message) for f in run_check(ctx, select=select)]
@@ -163,7 +163,7 @@ def test_card_block_is_written_by_build_and_checked(mkb):
     card = mkb / "references/cards/sglang/42.md"
     found = _codes(mkb, ["M003"])
     assert [c for c, _ in found] == ["M003"]
-    build(Context(load_config(mkb)))
+    build(KnowledgeBase(load_config(mkb)))
     text = card.read_text()
     assert "## Measured on H200" in text and "| 8 items | items=8 | 26.6 | 3.51 | 7.59x |" in text
     assert "NVIDIA H200, torch 2.11.0, CUDA 13.0, transformers 5.17.0" in text
@@ -172,18 +172,18 @@ def test_card_block_is_written_by_build_and_checked(mkb):
     # editing a number inside the block is caught; build restores it
     card.write_text(text.replace("| 3.51 |", "| 2.00 |"))
     assert [c for c, _ in _codes(mkb, ["M003"])] == ["M003"]
-    build(Context(load_config(mkb)))
+    build(KnowledgeBase(load_config(mkb)))
     assert card.read_text() == text
     # a record that goes away takes its block with it
     (mkb / "references/measurements/sglang/42.json").unlink()
     assert [c for c, _ in _codes(mkb, ["M003"])] == ["M003"]
-    build(Context(load_config(mkb)))
+    build(KnowledgeBase(load_config(mkb)))
     assert "Measured on H200" not in card.read_text()
 
 
 def test_number_typed_by_hand_fires(mkb):
     _record(mkb)
-    build(Context(load_config(mkb)))
+    build(KnowledgeBase(load_config(mkb)))
     card = mkb / "references/cards/sglang/42.md"
     card.write_text(card.read_text().replace("Text.", "On our GPU the copy fell to 3.51 ms."))
     found = _codes(mkb, ["M004"])

@@ -8,7 +8,7 @@ import textwrap
 from dossier import playbook
 from dossier.check import run_check
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 
 GOOD = """\
 entries:
@@ -46,7 +46,7 @@ def make_kb(kb, text=GOOD, name="video.yaml", card=True, tree=True):
 
 
 def findings(kb, codes="L003,L004,L005,L006,L007,L008"):
-    ctx = Context(load_config(kb))
+    ctx = KnowledgeBase(load_config(kb))
     return run_check(ctx, codes.split(","), None)
 
 
@@ -147,7 +147,7 @@ def test_l008_no_lane_no_look(kb):
 
 def test_render_markdown_groups_and_links(kb):
     make_kb(kb)
-    md = playbook.render_markdown(Context(load_config(kb)))
+    md = playbook.render_markdown(KnowledgeBase(load_config(kb)))
     assert "## Video: raw file/URL and processor output" in md
     assert "[sglang/16366](cards/sglang/16366.md)" in md
     assert "`python/sglang/srt/models/qwen3_vl.py`" in md and "`vl-video` (" in md
@@ -155,7 +155,7 @@ def test_render_markdown_groups_and_links(kb):
 
 
 def test_shipped_playbook_passes_and_covers_every_sublane(repo_root):
-    ctx = Context(load_config(repo_root))
+    ctx = KnowledgeBase(load_config(repo_root))
     book = playbook.load(repo_root)
     assert book.problems == []
     assert {e["sublane"] for e in book.entries} == set(playbook.SUBLANES)

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from dossier.check import run_check
 from dossier.cli import main
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 from github_standin import StandIn, pull_payload, resp
 
 TOKEN = "ghp_RADARsentinel0123456789"
@@ -87,7 +87,7 @@ def rkb(kb, monkeypatch):
 
 
 def codes(kb: Path, prefix: str = "R") -> list[tuple[str, int, str]]:
-    return [(f.code, f.line, f.message) for f in run_check(Context(load_config(kb)), select=[prefix])]
+    return [(f.code, f.line, f.message) for f in run_check(KnowledgeBase(load_config(kb)), select=[prefix])]
 
 
 def edit(kb: Path, old: str, new: str) -> None:
@@ -308,9 +308,9 @@ def test_build_writes_radar_page_and_b001_tracks_it(rkb):
     assert "[sglang-omni#1101](https://github.com/sgl-project/sglang-omni/pull/1101)" in page
     assert "`sglang_omni/models/tts_streaming.py`: newer than the stored tree" in page
     assert "| [asr-issue](#asr-issue) | [sglang-omni#77](https://github.com/sgl-project/sglang-omni/issues/77) |" in page
-    assert not [f for f in run_check(Context(load_config(rkb)), select=["B001"]) if "radar" in f.path]
+    assert not [f for f in run_check(KnowledgeBase(load_config(rkb)), select=["B001"]) if "radar" in f.path]
     edit(rkb, "title: Faster Qwen3-ASR", "title: Much faster Qwen3-ASR")
-    stale = [f for f in run_check(Context(load_config(rkb)), select=["B001"]) if "radar" in f.path]
+    stale = [f for f in run_check(KnowledgeBase(load_config(rkb)), select=["B001"]) if "radar" in f.path]
     assert [f.code for f in stale] == ["B001"]
 
 
@@ -319,7 +319,7 @@ def test_build_writes_radar_page_and_b001_tracks_it(rkb):
 
 def test_shipped_radar_is_clean(repo_root):
     # R003 depends on the calendar, so it is left to `dossier check` itself.
-    found = run_check(Context(load_config(repo_root)), select=["R001", "R002", "R004", "R005"])
+    found = run_check(KnowledgeBase(load_config(repo_root)), select=["R001", "R002", "R004", "R005"])
     assert found == []
     data = yaml.safe_load((repo_root / "references/radar.yaml").read_text())
     assert {i["id"] for i in data["items"]} >= {"omni-code2wav-first-chunk", "omni-encoder-batch-window",

@@ -14,7 +14,7 @@ from dossier.build import build
 from dossier.check import run_check
 from dossier.cli import main
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 from dossier.fetch import fetch_git
 
 VL = "python/sglang/srt/models/qwen3_vl.py"
@@ -80,16 +80,16 @@ def test_trace_live_shows_superseded_by(skb, upstream):
 
 
 def test_supersession_goes_stale_with_a_new_card_or_lock(skb, upstream):
-    assert run_check(Context(load_config(skb)), select=["B002"]) == []  # unpinned: not required
+    assert run_check(KnowledgeBase(load_config(skb)), select=["B002"]) == []  # unpinned: not required
     head = upstream.run("rev-parse", "HEAD").strip()
     toml = (skb / "dossier.toml").read_text().replace('default_branch = "main"\n', f'default_branch = "main"\npinned = "{head}"\n', 1)
     (skb / "dossier.toml").write_text(toml)
-    assert [f for f in run_check(Context(load_config(skb)), select=["B002"])][0].code == "B002"  # pinned, never computed
+    assert [f for f in run_check(KnowledgeBase(load_config(skb)), select=["B002"])][0].code == "B002"  # pinned, never computed
     _supersede(skb, upstream)
-    assert run_check(Context(load_config(skb)), select=["B002"]) == []
+    assert run_check(KnowledgeBase(load_config(skb)), select=["B002"]) == []
     fetch_git(load_config(skb), "sglang", [4], str(upstream.path))
     _card(skb, 4)
-    found = run_check(Context(load_config(skb)), select=["B002"])
+    found = run_check(KnowledgeBase(load_config(skb)), select=["B002"])
     assert [f.code for f in found] == ["B002"] and "sglang#4" in found[0].message
 
 
@@ -107,10 +107,10 @@ def test_playbook_citing_a_gone_card_must_cite_its_successor(skb, upstream):
     data["repos"]["sglang"]["cards"]["2"]["state"] = "gone"  # as if #3 had rewritten every line
     (skb / "references/supersession.json").write_text(json.dumps(data))
     _playbook(skb, ["sglang/2"])
-    found = run_check(Context(load_config(skb)), select=["L015"])
+    found = run_check(KnowledgeBase(load_config(skb)), select=["L015"])
     assert [f.code for f in found] == ["L015"] and "cite sglang/3" in found[0].message
     _playbook(skb, ["sglang/3", "sglang/2"])
-    assert run_check(Context(load_config(skb)), select=["L015"]) == []
+    assert run_check(KnowledgeBase(load_config(skb)), select=["L015"]) == []
 
 
 def _wheel(tmp_path, flags=("mm_feature_transport",), env=("SGLANG_USE_CUDA_IPC_TRANSPORT",)):
@@ -146,16 +146,16 @@ def test_playbook_and_skill_say_what_the_release_lacks(kb, tmp_path):
              "      - repo: sglang\n        file: python/sglang/srt/disaggregation/encode_server.py\n        why: {why}\n"
              "    knobs: [{knob}, --mm-feature-transport]\n    measure: peak memory\n    lanes: [vl-video]\n")
     (kb / "playbook/symptoms/video.yaml").write_text(entry.format(why="encoder", knob="--keep-mm-feature-on-device"))
-    found = run_check(Context(load_config(kb)), select=["L016"])
+    found = run_check(KnowledgeBase(load_config(kb)), select=["L016"])
     assert sorted(f.message.split(": ")[1].split(" is ")[0] for f in found) == [
         "--keep-mm-feature-on-device", "python/sglang/srt/disaggregation/encode_server.py"]
     (kb / "playbook/symptoms/video.yaml").write_text(entry.format(
         why="gone in 9.9.9 (moved to encoder/server.py)", knob='"--keep-mm-feature-on-device (removed in 9.9.9)"'))
-    assert run_check(Context(load_config(kb)), select=["L016"]) == []
+    assert run_check(KnowledgeBase(load_config(kb)), select=["L016"]) == []
     (kb / "SKILL.md").write_text("---\nname: x\n---\nLaunch with `--keep-mm-feature-on-device`.\n")
-    assert [f.code for f in run_check(Context(load_config(kb)), select=["K007"])] == ["K007"]
+    assert [f.code for f in run_check(KnowledgeBase(load_config(kb)), select=["K007"])] == ["K007"]
     (kb / "SKILL.md").write_text("---\nname: x\n---\nLaunch with `--keep-mm-feature-on-device` (not in 9.9.9).\n")
-    assert run_check(Context(load_config(kb)), select=["K007"]) == []
+    assert run_check(KnowledgeBase(load_config(kb)), select=["K007"]) == []
 
 
 def test_skill_and_generated_files_state_the_pin(kb):
@@ -165,10 +165,10 @@ def test_skill_and_generated_files_state_the_pin(kb):
                                      'pinned_date = "2026-08-22"\n', 1)
     (kb / "dossier.toml").write_text(text)
     (kb / "SKILL.md").write_text("---\nname: x\n---\nCurrent to nothing in particular.\n")
-    found = run_check(Context(load_config(kb)), select=["K008"])
+    found = run_check(KnowledgeBase(load_config(kb)), select=["K008"])
     assert [f.code for f in found] == ["K008"] and "3c69a4c74452" in found[0].message
     (kb / "SKILL.md").write_text("---\nname: x\n---\nCurrent to `3c69a4c74452` (#35974, 2026-08-22).\n")
-    assert run_check(Context(load_config(kb)), select=["K008"]) == []
-    build(Context(load_config(kb)))
+    assert run_check(KnowledgeBase(load_config(kb)), select=["K008"]) == []
+    build(KnowledgeBase(load_config(kb)))
     assert "As of sgl-project/sglang main at 3c69a4c74452 (#35974, 2026-08-22)" in \
         (kb / "references/pr-history.md").read_text()

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 from dossier.fetch import lock_from_diff
 from dossier.playbook import load_entries
 from dossier.rules import RULES
@@ -127,7 +127,7 @@ def text_of(page: str) -> str:
 def expected_pages(root: Path) -> set[str]:
     """Every page the site must have, computed from the sources."""
     config = load_config(root)
-    ctx = Context(config)
+    ctx = KnowledgeBase(config)
     pages = {"index.html", "cards/index.html", "families/index.html", "playbook/index.html",
              "lanes/index.html", "check/index.html", "check/rules/index.html"}
     pages |= {f"cards/{p.parent.name}/{p.stem}.html" for p in ctx.all_card_paths()}

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from dossier.check import run_check
 from dossier.cli import main
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 from dossier.fetch import fetch_git
 
 VL = "python/sglang/srt/models/qwen3_vl.py"
@@ -72,7 +72,7 @@ def test_trace_live_states(upstream, kb):
 
 
 def _l020(kb):
-    return [f for f in run_check(Context(load_config(kb)), select=["L020"])]
+    return [f for f in run_check(KnowledgeBase(load_config(kb)), select=["L020"])]
 
 
 def test_exclusion_rule(kb):
@@ -94,7 +94,7 @@ def test_family_glob_matching_nothing(kb):
     trees = kb / "references/trees"
     trees.mkdir(parents=True)
     (trees / "sglang.txt").write_text("# listed from abc\npython/sglang/srt/models/qwen3_vl.py\n")
-    found = run_check(Context(load_config(kb)), select=["L030"])
+    found = run_check(KnowledgeBase(load_config(kb)), select=["L030"])
     globs = {f.message.split("'")[1] for f in found}
     assert "python/sglang/srt/models/qwen3_vl.py" not in globs
     assert "python/sglang/srt/models/qwen3_asr.py" in globs
@@ -233,7 +233,7 @@ def test_commits_without_a_pr_number_are_excluded_by_sha(upstream, kb):
         f"- repo: sglang\n  commit: {sha[:12]}\n  reason: comment-only cleanup of the vision forward\n")
     rows = [r for r in _trace(kb, upstream) if r["pr"] is None]
     assert rows and rows[0]["status"] == "excluded"
-    assert run_check(Context(load_config(kb)), select=["L020"]) == []
+    assert run_check(KnowledgeBase(load_config(kb)), select=["L020"]) == []
     (kb / "references/trace-exclusions.yaml").write_text(
         f"- repo: sglang\n  commit: {sha[:12]}\n  pr: 3\n  reason: both keys given here\n")
-    assert [f.code for f in run_check(Context(load_config(kb)), select=["L020"])] == ["L020"]
+    assert [f.code for f in run_check(KnowledgeBase(load_config(kb)), select=["L020"])] == ["L020"]

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from dossier.cli import main
 from dossier.config import load_config
-from dossier.context import Context
+from dossier.kb import KnowledgeBase
 from dossier.trees import keep_path, list_tree, load_symbols, python_symbols
 
 QWEN3_VL = '''\
@@ -80,7 +80,7 @@ def test_list_tree_writes_listing_and_symbols(kb, upstream):
     assert "test/registered/vlm/test_x.py" not in doc["files"]
     table = load_symbols(kb)["sglang"]["python/sglang/srt/models/qwen3_vl.py"]
     assert {"get_video_feature", "Qwen3VLForConditionalGeneration.get_video_feature"} <= table
-    assert "python/sglang/srt/models/qwen3_vl.py" in Context(config).known_files["sglang"]
+    assert "python/sglang/srt/models/qwen3_vl.py" in KnowledgeBase(config).known_files["sglang"]
 
 
 def test_playbook_files_get_symbols(kb, upstream):

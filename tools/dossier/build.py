@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from .cards import classify_file
-from .context import Context
+from .kb import KnowledgeBase
 from .fsio import write_atomic
 from .render import render
 
@@ -16,7 +16,7 @@ from .render import render
 HISTORY = "references/pr-history.md"
 
 
-def card_rows(ctx: Context) -> list[dict]:
+def card_rows(ctx: KnowledgeBase) -> list[dict]:
     rows = []
     for card in ctx.all_cards:
         meta = card.meta or {}
@@ -51,7 +51,7 @@ def _anchor(title: str) -> str:
     return re.sub(r"[^a-z0-9 -]", "", title.lower()).replace(" ", "-")
 
 
-def render_history(ctx: Context) -> str:
+def render_history(ctx: KnowledgeBase) -> str:
     rows = card_rows(ctx)
     families = []
     for fam in ctx.config.families.values():
@@ -73,11 +73,11 @@ def render_history(ctx: Context) -> str:
     )
 
 
-def _renderers(ctx: Context) -> dict[str, Callable[[Context], str]]:
+def _renderers(ctx: KnowledgeBase) -> dict[str, Callable[[KnowledgeBase], str]]:
     """Every generated file the knowledge base calls for, relative path -> renderer."""
     from . import playbook, radar
 
-    out: dict[str, Callable[[Context], str]] = {HISTORY: render_history}
+    out: dict[str, Callable[[KnowledgeBase], str]] = {HISTORY: render_history}
     if playbook.playbook_files(ctx.root):
         out["references/playbook.md"] = playbook.render_markdown
     if radar.radar_path(ctx.root).exists():
@@ -91,7 +91,7 @@ _INPUT_GLOBS = ("dossier.toml", "references/cards/*/*.md", "references/evidence/
                 "references/supersession.json")
 
 
-def inputs_digest(ctx: Context) -> str:
+def inputs_digest(ctx: KnowledgeBase) -> str:
     """Hash of everything a generated file is rendered from, the renderer's own code included."""
     h = hashlib.sha256()
     package = Path(__file__).parent
@@ -113,13 +113,13 @@ def _stamp(body: str, inputs: str) -> str:
     return f"{body}<!-- dossier-build inputs={inputs} output={output} -->\n"
 
 
-def generated_outputs(ctx: Context) -> dict[str, str]:
+def generated_outputs(ctx: KnowledgeBase) -> dict[str, str]:
     """Every generated file, relative path -> content; check compares, build writes."""
     inputs = inputs_digest(ctx)
     return {rel: _stamp(render_file(ctx), inputs) for rel, render_file in _renderers(ctx).items()}
 
 
-def stale_outputs(ctx: Context) -> list[tuple[str, str | None, str]]:
+def stale_outputs(ctx: KnowledgeBase) -> list[tuple[str, str | None, str]]:
     """(path, current text or None, expected text) for each generated file that is out of date.
 
     A file whose stamp matches today's inputs and whose body matches its own output
@@ -142,7 +142,7 @@ def stale_outputs(ctx: Context) -> list[tuple[str, str | None, str]]:
     return out
 
 
-def build(ctx: Context) -> list[Path]:
+def build(ctx: KnowledgeBase) -> list[Path]:
     from .measurements import write_card_blocks
 
     written = write_card_blocks(ctx.root)  # cards first: the generated indexes read them

@@ -6,7 +6,7 @@ import json
 import threading
 from pathlib import Path
 
-from .context import Context
+from .kb import KnowledgeBase
 from .errors import DossierError
 from .rules import RULES, Finding
 
@@ -37,7 +37,7 @@ def _run(rule, ctx, card=None) -> list[Finding]:
                         f"internal error in rule {rule.code}{where}: {type(exc).__name__}: {exc}")]
 
 
-def run_check(ctx: Context, select=None, ignore=None) -> list[Finding]:
+def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
     _validate_codes(select)
     _validate_codes(ignore)
     findings: list[Finding] = []
@@ -89,7 +89,7 @@ def format_findings(findings: list[Finding], fmt: str) -> str:
     return "\n".join(lines)
 
 
-def card_paths_from_args(ctx: Context, paths: tuple[str, ...]) -> list[Path] | None:
+def card_paths_from_args(ctx: KnowledgeBase, paths: tuple[str, ...]) -> list[Path] | None:
     """Expand PATHS (cards or folders) into card files; None means the whole knowledge base."""
     if not paths:
         return None

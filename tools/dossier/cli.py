@@ -203,7 +203,7 @@ def new(repo, pr, root):
 def check(paths, fmt, select, ignore, exit_zero, sources, root):
     """Lint cards, locks, playbook, lanes, generated files and SKILL.md."""
     from .check import card_paths_from_args, format_findings, run_check
-    from .context import Context
+    from .kb import KnowledgeBase
 
     config = _config(root)
     src = {}
@@ -213,7 +213,7 @@ def check(paths, fmt, select, ignore, exit_zero, sources, root):
             raise DossierError(f"--source takes NAME=CLONE, got {item!r}")
         config.repo(name)
         src[name] = path
-    ctx = Context(config, sources=src)
+    ctx = KnowledgeBase(config, sources=src)
     ctx.card_paths = card_paths_from_args(ctx, paths)
     split = lambda vals: [v.strip() for x in vals for v in x.split(",") if v.strip()]  # noqa: E731
     findings = run_check(ctx, split(select), split(ignore))
@@ -247,10 +247,10 @@ def rule_cmd(code, list_all):
 def build(root):
     """Render references/pr-history.md and the other generated files."""
     from .build import build as do_build
-    from .context import Context
+    from .kb import KnowledgeBase
 
     config = _config(root)
-    written = do_build(Context(config))
+    written = do_build(KnowledgeBase(config))
     for path in written:
         click.echo(f"wrote {path.relative_to(config.root)}")
     if not written:

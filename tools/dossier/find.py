@@ -402,8 +402,8 @@ def format_text(found: dict) -> str:
 def command(query, limit, fmt, root):
     """Rank playbook entries, cards and files for a symptom, e.g. `dossier find "Qwen3-VL video OOM"`."""
     from .config import load_config
-    from .context import Context
+    from .kb import KnowledgeBase
 
-    ctx = Context(load_config(Path(root) if root else None))
+    ctx = KnowledgeBase(load_config(Path(root) if root else None))
     found = search(load_index(ctx), " ".join(query), limit)
     click.echo(json.dumps(found, indent=1) if fmt == "json" else format_text(found))

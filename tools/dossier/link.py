@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from .config import load_config
-from .context import Context
+from .kb import KnowledgeBase
 from .errors import DossierError
 from .fsio import read_text, write_atomic
 from .playbook import playbook_files
@@ -22,7 +22,7 @@ _ENTRY = re.compile(r"^\s*- id:\s*(\S+)\s*$")
 _CARDS = re.compile(r"^(\s*cards:\s*)\[(.*)\]\s*$")
 
 
-def card_symptoms(ctx: Context) -> dict[str, list[str]]:
+def card_symptoms(ctx: KnowledgeBase) -> dict[str, list[str]]:
     """Playbook id -> ids of the cards whose frontmatter names it."""
     out: dict[str, list[str]] = {}
     for card in ctx.all_cards:
@@ -31,13 +31,13 @@ def card_symptoms(ctx: Context) -> dict[str, list[str]]:
     return out
 
 
-def _merged(ctx: Context, cid: str) -> tuple[str, int]:
+def _merged(ctx: KnowledgeBase, cid: str) -> tuple[str, int]:
     repo, pr = cid.split("/", 1)
     lock = ctx.lock_for(repo, int(pr))[0] if pr.isdigit() else None
     return ((lock or {}).get("merged") or "", int(pr) if pr.isdigit() else 0)
 
 
-def missing_links(ctx: Context) -> list[tuple[str, int, str, list[str]]]:
+def missing_links(ctx: KnowledgeBase) -> list[tuple[str, int, str, list[str]]]:
     """(playbook file, line, entry id, cards to add) for every entry that misses a card citing it."""
     wanted = card_symptoms(ctx)
     out = []
@@ -57,7 +57,7 @@ def missing_links(ctx: Context) -> list[tuple[str, int, str, list[str]]]:
     return out
 
 
-def link(ctx: Context) -> list[str]:
+def link(ctx: KnowledgeBase) -> list[str]:
     """Add the missing citations in place, newest card first; returns one line per change."""
     changes = []
     by_file: dict[str, dict[int, list[str]]] = {}
@@ -81,7 +81,7 @@ def link(ctx: Context) -> list[str]:
 @click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT")
 def command(check_only, root):
     """Cite each card in the playbook entries named by its `symptoms:` (newest first)."""
-    ctx = Context(load_config(Path(root) if root else None))
+    ctx = KnowledgeBase(load_config(Path(root) if root else None))
     if check_only:
         missing = missing_links(ctx)
         for rel, number, entry, add in missing:

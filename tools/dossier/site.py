@@ -23,7 +23,7 @@ import yaml
 from .build import card_rows, generated_outputs
 from .cards import Card
 from .config import Config
-from .context import Context
+from .kb import KnowledgeBase
 from .errors import DossierError
 from .fsio import read_text
 
@@ -61,8 +61,8 @@ class Site:
     pages: dict[str, str] = field(default_factory=dict)
 
     @cached_property
-    def ctx(self) -> Context:
-        return Context(self.config)
+    def ctx(self) -> KnowledgeBase:
+        return KnowledgeBase(self.config)
 
     @property
     def root(self) -> Path:

@@ -1,4 +1,4 @@
-"""Everything a check run reads, loaded once and shared by all rules."""
+"""The one model of the knowledge base: every input parsed once, shared by rules, build, site and find."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ TREES_DIR = "references/trees"
 
 
 @dataclass
-class Context:
+class KnowledgeBase:
     config: Config
     card_paths: list[Path] | None = None  # None: every card
     sources: dict[str, str] = field(default_factory=dict)  # repo -> clone path for --source
