@@ -21,7 +21,7 @@ else:  # pragma: no cover
 ROOT = Path(__file__).resolve().parents[1]
 HOOK_FILES = ["references/cards/sglang/16366.md", "references/evidence/sglang/16366.json",
               "playbook/symptoms/vit.yaml", "playbook/lanes.yaml", "SKILL.md"]
-NOT_HOOK_FILES = ["tools/dossier/cli.py", "tests/test_site.py", "docs/index.md", "mkdocs.yml", "README.md"]
+NOT_HOOK_FILES = ["tools/dossier/cli/__init__.py", "tests/test_site.py", "docs/index.md", "mkdocs.yml", "README.md"]
 
 
 def load(rel: str):

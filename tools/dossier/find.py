@@ -18,7 +18,6 @@ import re
 from collections import Counter
 from pathlib import Path
 
-import click
 
 from .errors import DossierError
 
@@ -392,18 +391,3 @@ def format_text(found: dict) -> str:
             m = r["measured"]
             lines.append(f"      measured: {m['speedup']} on {m['device']} ({m['measured']}, playbook/repros)")
     return "\n".join(lines)
-
-
-@click.command("find")
-@click.argument("query", nargs=-1)
-@click.option("--limit", default=8, show_default=True, type=click.IntRange(1, 100), help="Results to show.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT", help="Knowledge-base root.")
-def command(query, limit, fmt, root):
-    """Rank playbook entries, cards and files for a symptom, e.g. `dossier find "Qwen3-VL video OOM"`."""
-    from .config import load_config
-    from .kb import KnowledgeBase
-
-    ctx = KnowledgeBase(load_config(Path(root) if root else None))
-    found = search(load_index(ctx), " ".join(query), limit)
-    click.echo(json.dumps(found, indent=1) if fmt == "json" else format_text(found))

@@ -8,13 +8,9 @@ touching only the one-line `cards: [...]` lists, so comments and layout stay.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-import click
 
-from .config import load_config
 from .kb import KnowledgeBase
-from .errors import DossierError
 from .fsio import read_text, write_atomic
 from .playbook import playbook_files
 
@@ -74,24 +70,3 @@ def link(ctx: KnowledgeBase) -> list[str]:
             lines[number - 1] = f"{m.group(1)}[{', '.join(cards)}]"
         write_atomic(path, "\n".join(lines))
     return changes
-
-
-@click.command("link")
-@click.option("--check", "check_only", is_flag=True, help="Only list what is missing; exit 1 if anything is.")
-@click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT")
-def command(check_only, root):
-    """Cite each card in the playbook entries named by its `symptoms:` (newest first)."""
-    ctx = KnowledgeBase(load_config(Path(root) if root else None))
-    if check_only:
-        missing = missing_links(ctx)
-        for rel, number, entry, add in missing:
-            click.echo(f"{rel}:{number}: {entry} does not cite {', '.join(add)}")
-        raise SystemExit(1 if missing else 0)
-    try:
-        changes = link(ctx)
-    except (AttributeError, ValueError) as exc:  # a hand-edited line that no longer parses
-        raise DossierError(f"cannot update the playbook: {exc}") from None
-    for line in changes:
-        click.echo(line)
-    if not changes:
-        click.echo("every card is cited by the entries it names", err=True)

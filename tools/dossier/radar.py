@@ -14,12 +14,11 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-import click
 import yaml
 
-from .config import Config, load_config
+from .config import Config
 from .errors import DossierError
-from .fsio import read_text, write_atomic, yaml_loader
+from .fsio import read_text, yaml_loader
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -309,37 +308,3 @@ def render_markdown(ctx) -> str:
     from .render import render
 
     return render("radar.md.j2", as_of=ctx.config.as_of, items=items, max_age=max_age_days(ctx.root))
-
-
-# --- command -------------------------------------------------------------------------
-
-
-@click.group("radar", invoke_without_command=True)
-@click.option("--refresh", "do_refresh", is_flag=True, help="Update states from GitHub (GITHUB_TOKEN if set).")
-@click.option("--api-url", default=None, help="GitHub API root.")
-@click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT", help="Knowledge-base root.")
-def command(do_refresh, api_url, root):
-    """List open PRs and issues on the radar with their age; --refresh updates their states."""
-    config = load_config(Path(root) if root else None)
-    if do_refresh:
-        report = refresh(config, api_url)
-        path = radar_path(config.root)
-        if report.text != path.read_text(encoding="utf-8"):
-            write_atomic(path, report.text)
-        for line in report.lines:
-            click.echo(line)
-        for line in report.failures:
-            click.echo(f"dossier: error: {line}", err=True)
-        if report.failures:
-            sys.exit(1)
-        return
-    radar = load_or_fail(config, "add open items there")
-    now, limit = today(), max_age_days(config.root)
-    for item in radar.items:
-        d = item.data
-        age = (now - as_date(d["last_checked"])).days
-        where = f"{d['repo']}#{d['number']}" if d["number"] else f"{d['repo']} (no number)"
-        stale = "  STALE" if age > limit else ""
-        click.echo(f"{d['id']:<32} {where:<24} {d['kind']:<5} {d['state']:<6} "
-                   f"checked {d['last_checked']} ({age}d ago){stale}  [{', '.join(d['lanes'])}]")
-        click.echo(f"{'':<32} {d['title']}")

@@ -28,7 +28,7 @@ def _check_help() -> str:
     from .cli import main
 
     command = main.commands["check"]
-    with click.KnowledgeBase(command, info_name="dossier check") as ctx:
+    with click.Context(command, info_name="dossier check") as ctx:
         return command.get_help(ctx)
 
 

@@ -12,9 +12,8 @@ import json
 import re
 from pathlib import Path
 
-import click
 
-from .config import Config, load_config
+from .config import Config
 from .errors import DossierError
 from .fsio import write_atomic
 
@@ -161,27 +160,6 @@ def expand_names(names) -> set[str]:
         out.add(name)
         out.add(name.rsplit(".", 1)[-1])
     return out
-
-
-@click.command("tree")
-@click.argument("repo")
-@click.option("--clone", envvar="DOSSIER_CLONE", default=None, help="Local git clone (or bare git dir).")
-@click.option("--ref", default=None, help="Ref to list (default: the repo's pinned SHA, else HEAD).")
-@click.option("--wheel", default=None, type=click.Path(dir_okay=False),
-              help="List a released sglang wheel instead (paths, CLI flags, env vars) into sglang-release.json.")
-@click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT", help="Knowledge-base root.")
-def command(repo, clone, ref, wheel, root):
-    """Write references/trees/REPO.txt (paths) and REPO.symbols.json (def/class names)."""
-    config = load_config(Path(root) if root else None)
-    if wheel:
-        out, doc = list_release(config, wheel)
-        click.echo(f"wrote {out.relative_to(config.root)}: sglang {doc['version']}, {len(doc['paths'])} paths, "
-                   f"{len(doc['flags'])} flags, {len(doc['env'])} env vars")
-        return
-    if not clone:
-        raise click.UsageError("--clone is required (or --wheel)")
-    txt, sym, size = list_tree(config, repo, clone, ref or config.repo(repo).pinned or "HEAD")
-    click.echo(f"wrote {txt.relative_to(config.root)} ({size // 1024} KiB) and {sym.relative_to(config.root)}")
 
 
 # --- a released wheel: what a user who pip-installs sglang actually has ------------------------

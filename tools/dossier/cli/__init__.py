@@ -1,0 +1,32 @@
+"""The command line: the `dossier` group and one module per command (click lives only here)."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+from ._base import Group
+from .build import build
+from .check import check, rule_cmd
+from .fetch import fetch
+from .find import command as find_cmd
+from .lanes import command as lanes_cmd
+from .link import command as link_cmd
+from .new import new
+from .radar import command as radar_cmd
+from .repro import repro
+from .trace import trace_cmd
+from .tree import command as tree_cmd
+
+
+@click.group(cls=Group)
+@click.version_option(__version__, prog_name="dossier")
+def main():
+    """Diff-grounded PR dossier for SGLang Qwen VL / Omni / ASR performance work."""
+
+
+for _command in (fetch, trace_cmd, new, check, rule_cmd, build, repro, find_cmd, radar_cmd, lanes_cmd, tree_cmd, link_cmd):
+    main.add_command(_command)
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

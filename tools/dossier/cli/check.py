@@ -1,0 +1,60 @@
+"""`dossier check` (lint the knowledge base) and `dossier rule` (explain a rule)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import DossierError
+from ._base import config_at, root_option
+
+
+@click.command()
+@click.argument("paths", nargs=-1)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text")
+@click.option("--select", multiple=True, help="Only these rule codes or prefixes (repeat or comma-separate).")
+@click.option("--ignore", multiple=True, help="Skip these rule codes or prefixes.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings.")
+@click.option("--source", "sources", multiple=True, help="NAME=CLONE: re-verify locks against a clone.")
+@root_option
+def check(paths, fmt, select, ignore, exit_zero, sources, root):
+    """Lint cards, locks, playbook, lanes, generated files and SKILL.md."""
+    from ..check import card_paths_from_args, format_findings, run_check
+    from ..kb import KnowledgeBase
+
+    config = config_at(root)
+    src = {}
+    for item in sources:
+        name, sep, path = item.partition("=")
+        if not sep or not path:
+            raise DossierError(f"--source takes NAME=CLONE, got {item!r}")
+        config.repo(name)
+        src[name] = path
+    ctx = KnowledgeBase(config, sources=src)
+    ctx.card_paths = card_paths_from_args(ctx, paths)
+    split = lambda vals: [v.strip() for x in vals for v in x.split(",") if v.strip()]  # noqa: E731
+    findings = run_check(ctx, split(select), split(ignore))
+    out = format_findings(findings, fmt)
+    if out:
+        click.echo(out)
+    elif fmt == "text":
+        click.echo("All checks passed.", err=True)
+    sys.exit(0 if exit_zero or not findings else 1)
+
+
+@click.command("rule")
+@click.argument("code", required=False)
+@click.option("--list", "list_all", is_flag=True, help="List every rule.")
+def rule_cmd(code, list_all):
+    """Explain a check rule (`dossier rule G001`) or list them all."""
+    from ..rules import RULES
+
+    if list_all or not code:
+        for r in sorted(RULES.values(), key=lambda r: r.code):
+            click.echo(f"{r.code}  {r.name:<30} {r.summary}")
+        return
+    r = RULES.get(code.upper())
+    if r is None:
+        raise DossierError(f"unknown rule {code!r}; see `dossier rule --list`")
+    click.echo(f"{r.code} ({r.name}, {r.family})\n\n{r.summary}\n\n{r.doc}".rstrip())

@@ -1,0 +1,108 @@
+"""`dossier repro`: op-level reproductions and their measurement records."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ..errors import DossierError
+from ._base import config_at, exit_for, root_option
+
+
+@click.group()
+def repro():
+    """Op-level reproductions of perf PRs (playbook/repros/) and their measurement records."""
+
+
+@repro.command("list")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@root_option
+def repro_list(fmt, root):
+    """List the repro scripts with their subject, record state and measured speedups."""
+    from .. import measurements as ms
+
+    config = config_at(root)
+    recs = ms.records(config.root)
+    rows = []
+    for script in ms.scripts(config.root):
+        entry = recs.get(script.subject or "")
+        record = entry[1] if entry and isinstance(entry[1], dict) else None
+        state = "missing" if record is None else "stale" if record.get("script_sha256") != script.sha256 else "fresh"
+        rows.append({"script": script.rel, "subject": script.subject, "technique": script.technique, "state": state,
+                     "record": str(entry[0].relative_to(config.root)) if entry else None,
+                     "speedup": ms.headline(record) if record else None,
+                     "measured": record.get("measured") if record else None})
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=1))
+        return
+    for r in rows:
+        click.echo(f"{r['state']:<8} {r['subject'] or '?':<30} {r['speedup'] or '-':<14} {r['script']}")
+
+
+@repro.command("record")
+@click.argument("raw_files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@root_option
+def repro_record(raw_files, root):
+    """File raw records written on the device (`script.py --out X.json`) under references/measurements/."""
+    config = config_at(root)
+    failed = sum(not _file_one_record(config, Path(raw)) for raw in raw_files)
+    exit_for(failed, len(raw_files))
+
+
+def _file_one_record(config, raw: Path) -> bool:
+    """File one raw record; say what happened in one line. False when it was refused."""
+    from .. import measurements as ms
+
+    try:
+        target = ms.file_record(config.root, raw)
+    except DossierError as exc:
+        click.echo(f"dossier: error: {exc}", err=True)
+        return False
+    click.echo(f"recorded {target.relative_to(config.root)}")
+    return True
+
+
+@repro.command("run")
+@click.argument("names", nargs=-1)
+@click.option("--python", "python", default=sys.executable, show_default=True, help="Interpreter with torch (and a GPU).")
+@click.option("--out-dir", type=click.Path(file_okay=False), default=None,
+              help="Keep the raw records here (default: a temporary folder).")
+@click.option("--quick", is_flag=True, help="Tiny shapes: a smoke run, never recorded.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds per script.")
+@root_option
+def repro_run(names, python, out_dir, quick, timeout, root):
+    """Run repro scripts here (all, or those NAMES match) and record what a GPU run measured."""
+    import subprocess
+    import tempfile
+
+    from .. import measurements as ms
+
+    config = config_at(root)
+    chosen = [s for s in ms.scripts(config.root) if not names or any(n in s.rel for n in names)]
+    if not chosen:
+        raise DossierError(f"no repro script matches {' '.join(names)}")
+    work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="dossier-repro-"))
+    work.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for script in chosen:
+        raw = work / f"{script.path.stem}.json"
+        cmd = [python, str(script.path), "--out", str(raw)] + (["--quick"] if quick else [])
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=config.root)
+        except subprocess.TimeoutExpired:
+            failed += 1
+            click.echo(f"dossier: error: {script.rel}: ran past {timeout:.0f} s", err=True)
+            continue
+        if proc.returncode != 0:
+            failed += 1
+            tail = (proc.stderr or proc.stdout).strip().splitlines()
+            click.echo(f"dossier: error: {script.rel}: exit {proc.returncode}: {tail[-1] if tail else ''}", err=True)
+            continue
+        if quick:
+            click.echo(f"ran {script.rel} (quick: not recorded) -> {raw}")
+            continue
+        failed += not _file_one_record(config, raw)
+    exit_for(failed, len(chosen))

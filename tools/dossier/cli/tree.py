@@ -1,0 +1,29 @@
+"""`dossier tree`: list a repo's files and symbols at a ref, or a released wheel."""
+
+from __future__ import annotations
+
+import click
+
+from ..trees import list_release, list_tree
+from ._base import config_at, root_option
+
+
+@click.command("tree")
+@click.argument("repo")
+@click.option("--clone", envvar="DOSSIER_CLONE", default=None, help="Local git clone (or bare git dir).")
+@click.option("--ref", default=None, help="Ref to list (default: the repo's pinned SHA, else HEAD).")
+@click.option("--wheel", default=None, type=click.Path(dir_okay=False),
+              help="List a released sglang wheel instead (paths, CLI flags, env vars) into sglang-release.json.")
+@root_option
+def command(repo, clone, ref, wheel, root):
+    """Write references/trees/REPO.txt (paths) and REPO.symbols.json (def/class names)."""
+    config = config_at(root)
+    if wheel:
+        out, doc = list_release(config, wheel)
+        click.echo(f"wrote {out.relative_to(config.root)}: sglang {doc['version']}, {len(doc['paths'])} paths, "
+                   f"{len(doc['flags'])} flags, {len(doc['env'])} env vars")
+        return
+    if not clone:
+        raise click.UsageError("--clone is required (or --wheel)")
+    txt, sym, size = list_tree(config, repo, clone, ref or config.repo(repo).pinned or "HEAD")
+    click.echo(f"wrote {txt.relative_to(config.root)} ({size // 1024} KiB) and {sym.relative_to(config.root)}")
