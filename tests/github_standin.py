@@ -35,7 +35,7 @@ class StandIn:
         self.lists: dict[str, list] = {}
         self.requests: list[tuple[str, str, dict]] = []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def url(self) -> str:

@@ -23,7 +23,7 @@ if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
     pytest.skip(f"{CHROMIUM} or {CHROMEDRIVER} missing (apt-get install -y chromium chromium-driver); "
                 "set DOSSIER_REQUIRE_BROWSER=1 to make this a failure", allow_module_level=True)
 
-webdriver = pytest.importorskip("selenium.webdriver")
+from selenium import webdriver  # noqa: E402 - selenium ships with the dev extra
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -48,7 +48,7 @@ def served(tmp_path_factory):
     res = build_site(root, out)
     assert res.returncode == 0, res.stderr[-3000:]
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(out)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from dossier.check import run_check
 from dossier.cli import main
+from dossier.sources import github as github_module
 from dossier.config import load_config
 from dossier.evidence import file_lines
 from dossier.kb import KnowledgeBase
@@ -154,15 +155,16 @@ def test_404_is_one_line_and_other_prs_continue(env, kb, server):
     resp(502, {"message": "Bad Gateway"}),
     resp(503, {"message": "Service Unavailable"}),
 ], ids=["secondary-retry-after", "secondary-no-retry-after", "502", "503"])
-def test_retries_then_succeeds(env, kb, server, first):
+def test_retries_then_succeeds(env, kb, server, first, monkeypatch):
     small_pr(server, 12)
     path = f"/repos/{UPSTREAM}/pulls/12"
     server.routes[path] = [first, first, *server.routes[path]]
-    start = time.monotonic()
+    slept = []
+    monkeypatch.setattr(github_module.time, "sleep", slept.append)
     [res] = fetch_github(load_config(kb), "sglang", [12], api_url=server.url)
     assert res.error is None, res.error
     assert server.hits(path) == 3
-    assert time.monotonic() - start < 5  # sleeps were scaled down
+    assert len(slept) == 2 and all(0 <= s <= 0.1 for s in slept)  # one sleep per retry, scaled by DOSSIER_GITHUB_BACKOFF
 
 
 def test_retries_on_a_later_page(env, kb, server):

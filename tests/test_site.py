@@ -16,7 +16,7 @@ import yaml
 from dossier.config import load_config
 from dossier.kb import KnowledgeBase
 from dossier.fetch import lock_from_diff
-from dossier.playbook import load_entries
+from dossier.playbook import load as load_playbook
 from dossier.rules import RULES
 from dossier.site import Site, slug
 
@@ -132,7 +132,7 @@ def expected_pages(root: Path) -> set[str]:
              "lanes/index.html", "check/index.html", "check/rules/index.html"}
     pages |= {f"cards/{p.parent.name}/{p.stem}.html" for p in ctx.all_card_paths()}
     pages |= {f"families/{slug(name)}.html" for name in config.families}
-    pages |= {f"playbook/{slug(e['id'])}.html" for e in load_entries(root) if "id" in e}
+    pages |= {f"playbook/{slug(e['id'])}.html" for e in load_playbook(root).entries if "id" in e}
     pages |= {f"lanes/{slug(lane)}.html" for lane in ctx.lanes}
     pages |= {f"check/rules/{code}.html" for code in RULES}
     if (root / "references" / "radar.yaml").exists() or (root / "references" / "radar.md").exists():

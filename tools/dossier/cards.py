@@ -6,10 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-# libyaml's C loader parses frontmatter several times faster than the pure-Python one.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from .yamlio import YamlError, parse_yaml
 
 REQUIRED_SECTIONS = ("Motivation", "Key implementation", "Key code excerpts", "Reviewed files", "Validation")
 OPTIONAL_SECTIONS = ("Risk", "Notes")
@@ -24,6 +21,15 @@ _BULLET_PATH = re.compile(r"^\s*[-*]\s+`([^`]+)`")
 _BULLET = re.compile(r"^\s*[-*]\s+\S")
 # A test named the way pytest names it: `path/to/test_x.py::TestCase::test_name`.
 TEST_REF = re.compile(r"`([\w./-]+\.py)::([A-Za-z_][\w]*(?:::[A-Za-z_][\w]*)?)`")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+
+
+def is_fence(line: str) -> bool:
+    """Whether the line opens or closes a fenced code block (``` or ~~~, as CommonMark has it).
+
+    The one fence test: card parsing, prose rules and the site must agree on what is code.
+    """
+    return bool(_FENCE.match(line))
 
 
 @dataclass
@@ -48,7 +54,7 @@ class Section:
         """Body without fenced code blocks and headings."""
         out, fenced = [], False
         for _, t in self.body:
-            if t.lstrip().startswith("```"):
+            if is_fence(t):
                 fenced = not fenced
                 continue
             if not fenced and not t.startswith("#"):
@@ -83,6 +89,11 @@ class Card:
     def key_line(self, key: str) -> int:
         return self.meta_lines.get(key, 2)
 
+    @property
+    def cid(self) -> str:
+        """`repo/pr`, the id playbook entries and supersession use."""
+        return f"{self.path.parent.name}/{self.path.stem}"
+
 
 def _meta_key_lines(lines: list[str]) -> dict[str, int]:
     out = {}
@@ -106,11 +117,9 @@ def parse_card(path: Path, text: str) -> Card:
             meta_lines = _meta_key_lines(lines[1:end])
             body_start = end + 2
             try:
-                meta = yaml.load(raw, Loader=_Loader)  # noqa: S506 (safe loader)
-            except yaml.YAMLError as exc:
-                mark = getattr(exc, "problem_mark", None)
-                where = f" (line {mark.line + 2})" if mark else ""
-                meta_error = f"frontmatter is not valid YAML{where}: {getattr(exc, 'problem', exc)}"
+                meta = parse_yaml(raw, str(path), first_line=2)
+            except YamlError as exc:
+                meta_error = f"frontmatter is not valid YAML (line {exc.line}): {exc.problem}"
             else:
                 if not isinstance(meta, dict):
                     meta_error, meta = "frontmatter is not a mapping", None
@@ -127,7 +136,7 @@ def parse_card(path: Path, text: str) -> Card:
     fenced = False
     for number in range(body_start, len(lines) + 1):
         line = lines[number - 1]
-        if line.lstrip().startswith("```"):
+        if is_fence(line):
             fenced = not fenced
             if current:
                 current.body.append((number, line))

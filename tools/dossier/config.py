@@ -73,7 +73,7 @@ class Family:
 
 
 @lru_cache(maxsize=4096)
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def glob_regex(pattern: str) -> re.Pattern[str]:
     # '**' spans folders, '*' stays inside one; fnmatch alone lets '*' cross '/'.
     out, i = [], 0
     while i < len(pattern):
@@ -93,7 +93,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 
 
 def glob_match(path: str, pattern: str) -> bool:
-    return bool(_glob_regex(pattern).match(path))
+    return bool(glob_regex(pattern).match(path))
 
 
 @dataclass
@@ -101,6 +101,7 @@ class Config:
     root: Path
     repos: dict[str, Repo]
     families: dict[str, Family]
+    radar_max_age_days: int = 30  # [radar] max_age_days: older radar checks are stale (R003)
 
     @property
     def cards_dir(self) -> Path:
@@ -197,4 +198,7 @@ def load_config(root: Path | None = None) -> Config:
             former.append(FormerPaths(entry["repo"], tuple(entry["paths"]), entry["until"], entry.get("note", ""),
                                       tuple(entry.get("symbols", ()))))
         families[name] = Family(name, spec.get("title", name), globs, tuple(former))
-    return Config(root, repos, families)
+    max_age = (data.get("radar") or {}).get("max_age_days", 30)
+    if not isinstance(max_age, int) or isinstance(max_age, bool) or max_age < 1:
+        raise DossierError(f"{CONFIG_NAME}: [radar] max_age_days must be a positive integer, got {max_age!r}")
+    return Config(root, repos, families, max_age)

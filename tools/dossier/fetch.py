@@ -66,7 +66,7 @@ def fetch_git(config: Config, repo: str, prs: list[int], clone: str, ref: str = 
     for pr in prs:
         try:
             lock = lock_from_git(config, repo, history, pr)
-            results.append(_store(config, repo, pr, lock))
+            results.append(store_lock(config, repo, pr, lock))
         except DossierError as exc:
             results.append(FetchResult(pr, error=str(exc)))
         except git.GitCommandError as exc:  # anything else git refuses: one line, keep going
@@ -77,7 +77,7 @@ def fetch_git(config: Config, repo: str, prs: list[int], clone: str, ref: str = 
     return results
 
 
-def _store(config: Config, repo: str, pr: int, lock: dict) -> FetchResult:
+def store_lock(config: Config, repo: str, pr: int, lock: dict) -> FetchResult:
     path = config.lock_path(repo, pr)
     old = path.read_text(encoding="utf-8") if path.exists() else None
     from .evidence import dump_lock
@@ -97,12 +97,4 @@ def lock_from_diff(config: Config, repo: str, pr: int, diff: bytes, title: str, 
     lock = build_lock(meta, diff, {"kind": "diff"}, repo, reg.pr_url(pr))
     if not lock["files"]:
         raise DossierError("no unified diff found in the input (expected `diff --git` or ---/+++ file headers)")
-    return _store(config, repo, pr, lock)
-
-
-def fresh_lock_from_git(ctx, repo: str, pr: int) -> tuple[dict | None, str | None]:
-    """Rebuild a lock from the clone named by --source (for G005), cached per repo."""
-    try:
-        return lock_from_git(ctx.config, repo, ctx.history(repo), pr), None
-    except DossierError as exc:
-        return None, str(exc)
+    return store_lock(config, repo, pr, lock)

@@ -56,9 +56,3 @@ def read_text(path: Path) -> str:
     except UnicodeDecodeError as exc:
         raise DossierError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
 
-
-def yaml_loader():
-    """libyaml's C loader when PyYAML was built with it; several times faster than pure Python."""
-    import yaml
-
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-
 from .cards import Card, parse_card
 from .config import Config
 from .errors import DossierError
@@ -23,19 +22,21 @@ class KnowledgeBase:
     sources: dict[str, str] = field(default_factory=dict)  # repo -> clone path for --source
     histories: dict = field(default_factory=dict)  # repo -> sources.git.History, opened on demand
     digests: dict = field(default_factory=dict)  # id(lock) -> lock_digest, see lock_sha
+    locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error), see lock_for
+    rel_paths: dict = field(default_factory=dict)  # Path -> root-relative text, see rel
+    fresh_locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error) rebuilt from --source
 
     @property
     def root(self) -> Path:
         return self.config.root
 
     def rel(self, path: Path) -> str:
-        cache = self.__dict__.setdefault("_rel", {})
-        if path not in cache:
+        if path not in self.rel_paths:
             try:
-                cache[path] = str(path.resolve().relative_to(self.root))
+                self.rel_paths[path] = str(path.resolve().relative_to(self.root))
             except ValueError:
-                cache[path] = str(path)
-        return cache[path]
+                self.rel_paths[path] = str(path)
+        return self.rel_paths[path]
 
     def all_card_paths(self) -> list[Path]:
         return sorted(self.config.cards_dir.glob("*/*.md"))
@@ -70,32 +71,25 @@ class KnowledgeBase:
         return out
 
     def card_id(self, card: Card) -> str:
-        cid = card.__dict__.get("_id")
-        if cid is None:
-            cid = card.__dict__["_id"] = f"{card.path.parent.name}/{card.path.stem}"
-        return cid
+        return card.cid
 
     @cached_property
     def card_ids(self) -> set[str]:
         return {f"{p.parent.name}/{p.stem}" for p in self.all_card_paths()}
 
-    _locks: dict = None  # type: ignore[assignment]
-
     def lock_for(self, repo: str, pr: int) -> tuple[dict | None, str | None]:
-        """(lock, error) for a card; cached."""
-        if self._locks is None:
-            self._locks = {}
+        """(lock, error) for a card; read once."""
         key = (repo, pr)
-        if key not in self._locks:
+        if key not in self.locks:
             path = self.config.lock_path(repo, pr)
             if not path.exists():
-                self._locks[key] = (None, f"no evidence lock at {self.rel(path)}; run `dossier fetch {repo} {pr}`")
+                self.locks[key] = (None, f"no evidence lock at {self.rel(path)}; run `dossier fetch {repo} {pr}`")
             else:
                 try:
-                    self._locks[key] = (load_lock(path), None)
+                    self.locks[key] = (load_lock(path), None)
                 except DossierError as exc:
-                    self._locks[key] = (None, str(exc))
-        return self._locks[key]
+                    self.locks[key] = (None, str(exc))
+        return self.locks[key]
 
     def card_lock(self, card: Card) -> dict | None:
         repo, stem = card.path.parent.name, card.path.stem
@@ -146,24 +140,127 @@ class KnowledgeBase:
                     out[(path.parent.name, int(path.stem))] = lock
         return out
 
+    def fresh_lock(self, repo: str, pr: int) -> tuple[dict | None, str | None]:
+        """The lock rebuilt from the --source clone (G005 compares it with the stored one)."""
+        from .fetch import lock_from_git
+
+        key = (repo, pr)
+        if key not in self.fresh_locks:
+            try:
+                self.fresh_locks[key] = (lock_from_git(self.config, repo, self.history(repo), pr), None)
+            except DossierError as exc:
+                self.fresh_locks[key] = (None, str(exc))
+        return self.fresh_locks[key]
+
+    # --- the hand-written inputs beside the cards ------------------------------------
+
+    @cached_property
+    def lane_registry(self):
+        """playbook/lanes.yaml as read: (line, entry) pairs, or the problem that stopped it."""
+        from .lanes import read_registry
+
+        return read_registry(self.root)
+
     @cached_property
     def lanes(self) -> dict[str, dict]:
         """Registered lanes by id; an unusable registry yields none (rule L010 reports it)."""
-        from .lanes import load_lanes
-
-        try:
-            return {l["id"]: l for l in load_lanes(self.root) if "id" in l}
-        except DossierError:
+        if self.lane_registry.problem:
             return {}
+        return {l["id"]: l for _, l in self.lane_registry.entries if isinstance(l, dict) and "id" in l}
+
+    def lane_verdicts(self, lanes: list[dict]) -> dict[str, tuple[bool, str]]:
+        """Each lane's `--dry-run` verdict (cached on disk by the content of its inputs)."""
+        from .lanes import dry_run_all
+
+        return dry_run_all(self.root, lanes)
+
+    @cached_property
+    def playbook(self):
+        """Every playbook entry (with lines) and the problems found reading them."""
+        from . import playbook
+
+        return playbook.load(self.root)
 
     @cached_property
     def playbook_ids(self) -> set[str]:
-        from . import playbook
+        return {e["id"] for e in self.playbook.entries if "id" in e}
+
+    @cached_property
+    def playbook_symbols(self) -> dict[str, dict[str, set[str]]]:
+        """Per repo, per file: symbol names from the tree listings and from every lock."""
+        from .trees import expand_names, load_symbols
+
+        out = load_symbols(self.root)
+        for (repo, _), lock in self.all_locks.items():
+            for f in lock.get("files", []):
+                out.setdefault(repo, {}).setdefault(f["path"], set()).update(expand_names(f.get("symbols")))
+        return out
+
+    @cached_property
+    def radar(self):
+        """references/radar.yaml with lines and problems; None when there is none."""
+        from . import radar
+
+        return radar.load(self.root, self.config.repos)
+
+    @cached_property
+    def exclusions_doc(self):
+        """(trace-exclusions as written or None, (line, problem) or None)."""
+        from .trace import read_exclusions
+        from .yamlio import YamlError
 
         try:
-            return {e["id"] for e in playbook.load_entries(self.root) if isinstance(e, dict) and "id" in e}
-        except DossierError:
-            return set()
+            return read_exclusions(self.root), None
+        except YamlError as exc:
+            return None, (exc.line, f"invalid YAML: {exc.problem}")
+        except DossierError as exc:
+            return None, (1, str(exc))
+
+    @cached_property
+    def exclusions(self) -> dict:
+        """(repo, pr or commit prefix) -> reason."""
+        from .trace import load_exclusions
+
+        data, _ = self.exclusions_doc
+        return load_exclusions(self.root, data) if data is not None else {}
+
+    # --- generated and measured facts ------------------------------------------------
+
+    @cached_property
+    def supersession(self) -> dict:
+        """references/supersession.json: what later PRs removed or rewrote each card's lines."""
+        from . import supersede
+
+        return supersede.load(self.root)
+
+    @cached_property
+    def release(self) -> dict | None:
+        """The newest sglang release's paths, flags and env vars (references/trees), if listed."""
+        from .trees import load_release
+
+        return load_release(self.root)
+
+    @cached_property
+    def pinned_names(self) -> tuple[set[str], set[str]] | None:
+        """(flags, env vars) sglang has at the pinned SHA; None when not listed."""
+        from .trees import pinned_names
+
+        names = pinned_names(self.root)
+        return names if names[0] else None
+
+    @cached_property
+    def missing_links(self) -> list[tuple[str, int, str, list[str]]]:
+        """Playbook entries that do not cite a card naming their symptom (L009, `dossier link`)."""
+        from .link import missing_links
+
+        return missing_links(self)
+
+    @cached_property
+    def stale_outputs(self) -> list[tuple[str, str | None, str]]:
+        """Generated files that differ from what `dossier build` would write now (B001)."""
+        from .build import stale_outputs
+
+        return stale_outputs(self)
 
     @cached_property
     def known_files(self) -> dict[str, set[str]]:

@@ -1,44 +1,64 @@
-"""`dossier lanes`: list, show and run the GPU validation lanes of playbook/lanes.yaml.
+"""The GPU validation lanes of playbook/lanes.yaml: the registry, how a lane runs, its dry-run.
 
-Also the dry-run probe behind rule L012: every lane script must print its plan with
-`--dry-run` and the server command it prints must match the registry's `server.cmd`.
-Probes run in parallel and are cached in .dossier-cache/ by the hash of the lane
-entry and every lane script, so `dossier check` stays fast.
+The dry-run probe is behind rule L012: every lane script must print its plan with
+`--dry-run`, and the server command it prints must match the registry's `server.cmd`.
+All probes run in one batch interpreter (one process per lane, in parallel, only
+when the batch breaks), and verdicts are cached by the content of the lane entry
+and of every script in the lane's folder, so `dossier check` stays fast.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from .cache import DiskCache, content_key
 from .errors import DossierError
-from .fsio import read_text, write_atomic, yaml_loader
+from .yamlio import YamlError, line_of, read_yaml
 
 REGISTRY = "playbook/lanes.yaml"
-CACHE = ".dossier-cache/lanes-dry-run.json"
 DRY_RUN_TIMEOUT = 30
+
+
+@dataclass
+class Registry:
+    """The lane registry as read: entries with their lines, or the one problem that stopped the read."""
+
+    entries: list[tuple[int, object]] = field(default_factory=list)  # (line, entry); an entry may be malformed
+    problem: tuple[int, str] | None = None
+    present: bool = True
+
+
+def read_registry(root: Path) -> Registry:
+    path = root / REGISTRY
+    if not path.exists():
+        return Registry(present=False)
+    try:
+        data = read_yaml(path, REGISTRY)
+    except YamlError as exc:
+        return Registry(problem=(exc.line, f"invalid YAML: {exc.problem}"))
+    except DossierError as exc:
+        return Registry(problem=(1, str(exc)))
+    lanes = data.get("lanes") if isinstance(data, dict) else None
+    if not isinstance(lanes, list):
+        return Registry(problem=(1, "expected a top-level 'lanes' list"))
+    return Registry([(line_of(lanes, index=i), entry) for i, entry in enumerate(lanes)])
 
 
 def load_lanes(root: Path) -> list[dict]:
     """The registry's lane entries; a clear DossierError when the file is unusable."""
-    path = root / REGISTRY
-    try:
-        data = yaml.load(Loader=yaml_loader(), stream=read_text(path))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise DossierError(f"{REGISTRY}:{(mark.line + 1) if mark else 1}: invalid YAML") from None
-    lanes = data.get("lanes") if isinstance(data, dict) else None
-    if not isinstance(lanes, list):
-        raise DossierError(f"{REGISTRY}: expected a top-level 'lanes' list")
-    return [lane for lane in lanes if isinstance(lane, dict)]
+    registry = read_registry(root)
+    if not registry.present:
+        raise DossierError(f"{root / REGISTRY}: no such file")
+    if registry.problem:
+        raise DossierError(f"{REGISTRY}:{registry.problem[0]}: {registry.problem[1]}")
+    return [lane for _, lane in registry.entries if isinstance(lane, dict)]
 
 
 def find_lane(root: Path, lane_id: str) -> dict:
@@ -135,43 +155,23 @@ def _dry_run_batch(root: Path, lanes: list[dict]) -> list[tuple[bool, str]] | No
     return [_verdict(lane, *r) for lane, r in zip(lanes, results)]
 
 
-def _folder_digest(folder: Path) -> str:
-    """Hash of every script in a lane folder: lanes share helper modules there."""
-    h = hashlib.sha256(sys.version.encode())
-    for path in sorted(folder.glob("*.py")) if folder.is_dir() else []:
-        h.update(path.name.encode() + b"\0" + path.read_bytes())
-    return h.hexdigest()
-
-
-def _fingerprint(lane: dict, folder_digest: str) -> str:
-    return hashlib.sha256(json.dumps(lane, sort_keys=True, default=str).encode() + folder_digest.encode()).hexdigest()
-
-
 def dry_run_all(root: Path, lanes: list[dict]) -> dict[str, tuple[bool, str]]:
-    """Dry-run each lane (by id), in parallel, reusing cached verdicts whose inputs are unchanged."""
-    cache_path = root / CACHE
-    try:
-        cache = json.loads(cache_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        cache = {}
-    folders: dict[Path, str] = {}
+    """Dry-run each lane (by id), reusing cached verdicts whose inputs are unchanged."""
+    cache = DiskCache(root, "lanes-dry-run")
+    scripts: dict[Path, list[Path]] = {}
     keys = {}
     for lane in lanes:
         folder = (root / str(lane.get("script", ""))).parent
-        if folder not in folders:
-            folders[folder] = _folder_digest(folder)
-        keys[lane["id"]] = _fingerprint(lane, folders[folder])
-    todo = [lane for lane in lanes if cache.get(lane["id"], {}).get("key") != keys[lane["id"]]]
+        if folder not in scripts:  # lanes share helper modules in their folder
+            scripts[folder] = sorted(folder.glob("*.py")) if folder.is_dir() else []
+        keys[lane["id"]] = content_key(sys.version, json.dumps(lane, sort_keys=True, default=str), *scripts[folder])
+    todo = [lane for lane in lanes if cache.get(keys[lane["id"]]) is None]
     if todo:
         verdicts = _dry_run_batch(root, todo)
         if verdicts is None:
             with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
                 verdicts = list(pool.map(lambda l: dry_run(root, l), todo))
         for lane, (ok, msg) in zip(todo, verdicts):
-            cache[lane["id"]] = {"key": keys[lane["id"]], "ok": ok, "message": msg}
-        cache = {k: v for k, v in cache.items() if k in keys}
-        try:
-            write_atomic(cache_path, json.dumps(cache, indent=1, sort_keys=True))
-        except OSError:
-            pass  # a read-only checkout still gets the verdicts, just not the cache
-    return {lid: (cache[lid]["ok"], cache[lid]["message"]) for lid in keys}
+            cache.put(keys[lane["id"]], [ok, msg])
+        cache.save(keep=set(keys.values()))
+    return {lid: tuple(cache.get(key)) for lid, key in keys.items()}

@@ -1,7 +1,7 @@
 """The playbook: symptom -> files -> cards -> lanes, stored as YAML under playbook/.
 
-Entries are loaded with the line of every key and list item, so check rules can
-point at the exact line of a bad card id, lane or file.
+Entries are read by `yamlio`, which keeps the line of every key and list item, so
+check rules can point at the exact line of a bad card id, lane or file.
 """
 
 from __future__ import annotations
@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from .errors import DossierError
-from .fsio import read_text
+from .yamlio import YamlError, line_of, read_yaml
 
 # Sub-lanes in display order: id -> title. One YAML file per sub-lane under playbook/symptoms/.
 SUBLANES: dict[str, str] = {
@@ -50,28 +48,6 @@ class Playbook:
     problems: list[Problem] = field(default_factory=list)
 
 
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when available: ~5x faster
-    """Safe loader that records, on every mapping, the line of the mapping, of each
-    key's value (`_lines`) and of each item of a list value (`_item_lines`)."""
-
-
-def _construct_mapping(loader, node, deep=False):
-    mapping = yaml.SafeLoader.construct_mapping(loader, node, deep=True)
-    lines, items = {}, {}
-    for key_node, value_node in node.value:
-        key = key_node.value
-        lines[key] = key_node.start_mark.line + 1
-        if isinstance(value_node, yaml.SequenceNode):
-            items[key] = [child.start_mark.line + 1 for child in value_node.value]
-    mapping["_line"] = node.start_mark.line + 1
-    mapping["_lines"] = lines
-    mapping["_item_lines"] = items
-    return mapping
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def playbook_files(root: Path) -> list[Path]:
     base = root / "playbook"
     files = []
@@ -82,56 +58,29 @@ def playbook_files(root: Path) -> list[Path]:
     return files
 
 
-def line_of(entry: dict, key: str, index: int | None = None) -> int:
-    """Line of entry[key] (or of its index-th list item); the entry's line as a fallback."""
-    if index is not None:
-        items = entry.get("_item_lines", {}).get(key) or []
-        if index < len(items):
-            return items[index]
-    return entry.get("_lines", {}).get(key, entry.get("_line", 1))
-
-
 def load(root: Path) -> Playbook:
     """Every entry of every playbook file, plus the problems found while reading them.
 
-    Cached per process on the files' paths, sizes and mtimes: check, build and find
-    each read the playbook, and parsing it dominates their run time. Callers must not
-    mutate the result.
+    Not cached here: `KnowledgeBase.playbook` reads it once per run for every user.
     """
-    key = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in playbook_files(root))
-    cached = _CACHE.get(str(root))
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    book = _load_uncached(root)
-    _CACHE[str(root)] = (key, book)
-    return book
-
-
-_CACHE: dict[str, tuple[tuple, Playbook]] = {}
-
-
-def _load_uncached(root: Path) -> Playbook:
     book = Playbook()
     seen: dict[str, str] = {}
     for path in playbook_files(root):
         rel = str(path.relative_to(root))
         try:
-            data = yaml.load(read_text(path), Loader=_LineLoader)  # noqa: S506 - safe subclass
+            data = read_yaml(path, rel)
+        except YamlError as exc:
+            book.problems.append(Problem(rel, exc.line, f"invalid YAML: {exc.problem}"))
+            continue
         except DossierError as exc:
             book.problems.append(Problem(rel, 1, str(exc).split(": ", 1)[-1]))
-            continue
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            book.problems.append(Problem(rel, (mark.line + 1) if mark else 1,
-                                         f"invalid YAML: {getattr(exc, 'problem', None) or exc}"))
             continue
         if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
             book.problems.append(Problem(rel, 1, "a playbook file is a mapping with an `entries:` list"))
             continue
         for i, entry in enumerate(data["entries"]):
             if not isinstance(entry, dict):
-                line = line_of(data, "entries", i)
-                book.problems.append(Problem(rel, line, "an entry must be a mapping"))
+                book.problems.append(Problem(rel, line_of(data, "entries", i), "an entry must be a mapping"))
                 continue
             entry["_file"] = rel
             book.problems.extend(_validate(rel, entry, seen))
@@ -141,7 +90,7 @@ def _load_uncached(root: Path) -> Playbook:
 
 def _validate(rel: str, entry: dict, seen: dict[str, str]) -> list[Problem]:
     out = []
-    here = entry.get("_line", 1)
+    here = line_of(entry)
     for key in REQUIRED:
         value = entry.get(key)
         if not isinstance(value, str) or not value.strip():
@@ -177,13 +126,8 @@ def _kebab(text: str) -> bool:
     return bool(re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", text))
 
 
-def load_entries(root: Path) -> list[dict]:
-    """Entries of every readable playbook file (problems are left to `dossier check`)."""
-    return load(root).entries
-
-
 def clean(entry: dict) -> dict:
-    """The entry without the line bookkeeping, for rendering and JSON."""
+    """Plain dicts and lists without private keys (`_file`), for rendering and JSON."""
     if isinstance(entry, dict):
         return {k: clean(v) for k, v in entry.items() if not k.startswith("_")}
     if isinstance(entry, list):
@@ -207,7 +151,7 @@ def render_markdown(ctx) -> str:
     """references/playbook.md, grouped by sub-lane in SUBLANES order."""
     from .render import render
 
-    entries = [_with_defaults(clean(e)) for e in load(ctx.root).entries]
+    entries = [_with_defaults(clean(e)) for e in ctx.playbook.entries]
     existing = ctx.card_ids
     groups = []
     for sub, title in SUBLANES.items():
@@ -220,10 +164,9 @@ def render_markdown(ctx) -> str:
     lanes = ctx.lanes
     from . import supersede as sup
 
-    data = sup.load(ctx.root)
     today = {}
     for cid in existing:
-        entry = sup.for_card(ctx.root, cid, data)
+        entry = sup.for_card(ctx.root, cid, ctx.supersession)
         if entry and entry["state"] in ("gone", "partly superseded"):
             by = sup.significant(entry)
             today[cid] = entry["state"] + (f", superseded by {', '.join(sup.label(e) for e in by)}" if by else "")

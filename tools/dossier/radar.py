@@ -9,7 +9,6 @@ field stay as written), and `dossier build` renders references/radar.md.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -18,19 +17,14 @@ import yaml
 
 from .config import Config
 from .errors import DossierError
-from .fsio import read_text, yaml_loader
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from .fsio import read_text
+from .yamlio import YamlError, line_of, parse_yaml
 
 RADAR_FILE = "references/radar.yaml"
 KINDS = ("pr", "issue")
 STATES = ("open", "closed", "merged")
 REQUIRED = ("id", "repo", "number", "kind", "title", "state", "last_checked", "lanes", "files", "symptom")
 LISTS = ("lanes", "files", "symbols", "symptoms", "knobs")
-DEFAULT_MAX_AGE_DAYS = 30
 
 
 @dataclass
@@ -67,18 +61,6 @@ def today() -> date:
         raise DossierError(f"DOSSIER_TODAY must be YYYY-MM-DD, got {pinned!r}") from None
 
 
-def max_age_days(root: Path) -> int:
-    """`[radar] max_age_days` from dossier.toml (default 30)."""
-    try:
-        data = tomllib.loads((Path(root) / "dossier.toml").read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return DEFAULT_MAX_AGE_DAYS
-    value = (data.get("radar") or {}).get("max_age_days", DEFAULT_MAX_AGE_DAYS)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise DossierError(f"dossier.toml: [radar] max_age_days must be a positive integer, got {value!r}")
-    return value
-
-
 def as_date(value) -> date | None:
     if isinstance(value, date):
         return value
@@ -105,27 +87,19 @@ def load(root: Path, repos=None) -> Radar | None:
     except DossierError as exc:
         return Radar(path, "", [], [(1, str(exc).split(": ", 1)[-1])])
     try:
-        data = yaml.load(Loader=yaml_loader(), stream=text)
-        node = yaml.compose(text, Loader=yaml_loader())
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return Radar(path, text, [], [((mark.line + 1) if mark else 1, f"invalid YAML: {getattr(exc, 'problem', exc)}")])
+        data = parse_yaml(text, RADAR_FILE)
+    except YamlError as exc:
+        return Radar(path, text, [], [(exc.line, f"invalid YAML: {exc.problem}")])
     if not isinstance(data, dict) or not isinstance(data.get("items"), list):
         return Radar(path, text, [], [(1, "the radar must be a mapping with an `items:` list")])
-    item_nodes = next(v for k, v in node.value if k.value == "items").value
-    items = [_item(d, n) for d, n in zip(data["items"], item_nodes)]
+    items = [_item(d, line_of(data["items"], index=i)) for i, d in enumerate(data["items"])]
     return Radar(path, text, items, validate(items, repos))
 
 
-def _item(data, node) -> Item:
-    item = Item(data if isinstance(data, dict) else {}, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            item.key_lines[key.value] = key.start_mark.line + 1
-            item.spans[key.value] = (value.start_mark.index, value.end_mark.index, key.start_mark.column)
+def _item(data, line: int) -> Item:
     if not isinstance(data, dict):
-        item.data = {"_not_mapping": True}
-    return item
+        return Item({"_not_mapping": True}, line)
+    return Item(data, line, dict(data.key_lines), dict(data.spans))
 
 
 def validate(items: list[Item], repos=None) -> list[tuple[int, str]]:
@@ -261,8 +235,8 @@ def refresh(config: Config, api_url: str | None = None) -> RefreshReport:
 def _verify(text: str, before: Radar, updates: dict) -> None:
     """The edited text must parse to the old data plus exactly the updates."""
     try:
-        after = yaml.load(Loader=yaml_loader(), stream=text)
-    except yaml.YAMLError:
+        after = parse_yaml(text, RADAR_FILE)
+    except YamlError:
         raise DossierError(f"{RADAR_FILE}: refresh would break the YAML; file left as it was") from None
     expected = [dict(i.data, **updates.get(i.data.get("id"), {})) for i in before.items]
     if after.get("items") != expected:
@@ -303,8 +277,8 @@ def _row(config: Config, item: Item) -> dict:
 
 
 def render_markdown(ctx) -> str:
-    radar = load(ctx.root, ctx.config.repos)
+    radar = ctx.radar
     items = [_row(ctx.config, i) for i in (radar.items if radar else []) if not i.data.get("_not_mapping")]
     from .render import render
 
-    return render("radar.md.j2", as_of=ctx.config.as_of, items=items, max_age=max_age_days(ctx.root))
+    return render("radar.md.j2", as_of=ctx.config.as_of, items=items, max_age=ctx.config.radar_max_age_days)

@@ -83,7 +83,7 @@ class Site:
         from . import playbook
 
         out: dict[str, dict] = {}
-        for entry in playbook.load_entries(self.root):
+        for entry in playbook.load(self.root).entries:
             if "id" in entry:
                 out.setdefault(slug(entry["id"]), entry)
         return out

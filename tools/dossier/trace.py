@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from .config import Config
 from .errors import DossierError
 from .evidence import file_lines, line_hash, load_lock
-from .fsio import read_text, yaml_loader
+from .yamlio import read_yaml
 
 EXCLUSIONS = "references/trace-exclusions.yaml"
 LIVE_THRESHOLD = 0.8
@@ -38,15 +37,15 @@ class TraceRow:
         return {k: v for k, v in self.__dict__.items() if v not in (None, "", {}) or k in ("pr",)}
 
 
-def load_exclusions(root: Path) -> dict[tuple[str, int | str], str]:
-    """(repo, PR number) -> reason; commits that landed with no PR number are keyed by (repo, sha prefix)."""
+def read_exclusions(root: Path):
+    """The exclusions file as written (a LinedList, or whatever else it holds); None when absent."""
     path = root / EXCLUSIONS
-    if not path.exists():
-        return {}
-    try:
-        data = yaml.load(Loader=yaml_loader(), stream=read_text(path)) or []
-    except yaml.YAMLError as exc:
-        raise DossierError(f"{EXCLUSIONS}: invalid YAML: {getattr(exc, 'problem', exc)}") from None
+    return read_yaml(path, EXCLUSIONS) if path.exists() else None
+
+
+def load_exclusions(root: Path, data=None) -> dict[tuple[str, int | str], str]:
+    """(repo, PR number) -> reason; commits that landed with no PR number are keyed by (repo, sha prefix)."""
+    data = read_exclusions(root) if data is None else data
     out = {}
     for entry in data if isinstance(data, list) else []:
         if isinstance(entry, dict) and "repo" in entry and "pr" in entry:

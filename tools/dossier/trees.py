@@ -92,7 +92,7 @@ def symbol_targets(config: Config, repo: str, paths: list[str]) -> list[str]:
     wanted = set(SEED_RUNTIME_FILES.get(repo, ()))
     wanted.update(p for p in paths if config.families_for(repo, [p]))
     try:
-        entries = playbook.load_entries(config.root)
+        entries = playbook.load(config.root).entries
     except DossierError:
         entries = []
     for entry in entries:

@@ -24,11 +24,16 @@ class YamlError(DossierError):
 
 
 class LinedMap(dict):
-    """A mapping that knows its own line, each key's line and each list item's line."""
+    """A mapping that knows its own line, each key's line and each list item's line.
+
+    `spans` gives, per key, the value's (start, end) character offsets in the parsed
+    text and the key's column, so an editor can rewrite one value in place.
+    """
 
     line: int = 1
     key_lines: dict
     item_lines: dict
+    spans: dict
 
 
 class LinedList(list):
@@ -46,7 +51,7 @@ class _LinedLoader(_BaseLoader):
 def _map(loader, node):
     out = LinedMap()
     out.line = node.start_mark.line + loader.first_line
-    out.key_lines, out.item_lines = {}, {}
+    out.key_lines, out.item_lines, out.spans = {}, {}, {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         try:
@@ -56,6 +61,7 @@ def _map(loader, node):
                 "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark
             ) from None
         out.key_lines[key] = key_node.start_mark.line + loader.first_line
+        out.spans[key] = (value_node.start_mark.index, value_node.end_mark.index, key_node.start_mark.column)
         if isinstance(value_node, yaml.SequenceNode):
             out.item_lines[key] = [child.start_mark.line + loader.first_line for child in value_node.value]
     return out
@@ -71,6 +77,9 @@ def _seq(loader, node):
 _LinedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
 _LinedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
 _LOADERS: dict[int, type] = {1: _LinedLoader}
+# Dumping what was read (`dossier lanes show`, site pages) must not need a plain-dict copy first.
+yaml.SafeDumper.add_representer(LinedMap, yaml.representer.SafeRepresenter.represent_dict)
+yaml.SafeDumper.add_representer(LinedList, yaml.representer.SafeRepresenter.represent_list)
 
 
 def parse_yaml(text: str, source: str = "<yaml>", first_line: int = 1):

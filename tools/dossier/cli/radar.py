@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..fsio import write_atomic
-from ..radar import as_date, load_or_fail, max_age_days, radar_path, refresh, today
+from ..radar import as_date, load_or_fail, radar_path, refresh, today
 from ._base import config_at, root_option
 
 
@@ -31,7 +31,7 @@ def command(do_refresh, api_url, root):
             sys.exit(1)
         return
     radar = load_or_fail(config, "add open items there")
-    now, limit = today(), max_age_days(config.root)
+    now, limit = today(), config.radar_max_age_days
     for item in radar.items:
         d = item.data
         age = (now - as_date(d["last_checked"])).days

@@ -1,4 +1,4 @@
-"""Rule registry and the shared context rules read from."""
+"""Rule registry: codes, families, the `@rule` decorator and findings. Rules read only the knowledge base (`kb.KnowledgeBase`)."""
 
 from __future__ import annotations
 

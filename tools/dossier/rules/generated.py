@@ -12,9 +12,7 @@ def generated_stale(ctx):
     `references/pr-history.md`, `references/playbook.md` and the other generated
     pages are rendered from cards, locks and the playbook. Run `dossier build`.
     """
-    from ..build import stale_outputs
-
-    for rel, current, text in stale_outputs(ctx):
+    for rel, current, text in ctx.stale_outputs:
         if current is None:
             yield Finding(rel, 1, 1, "B001", "generated file is missing; run `dossier build`")
         else:
@@ -32,12 +30,14 @@ def supersession_stale(ctx):
     each card's lock digest and the SHA it read. A new card, a re-fetched lock or a
     new pin makes it stale: compute it again. Required for pinned repos only.
     """
-    from ..supersede import SUPERSESSION, load
+    from ..supersede import SUPERSESSION
 
-    data = load(ctx.root)
-    repos = data.get("repos", {})
+    repos = ctx.supersession.get("repos", {})
+    wrong_ref = set()  # repos computed at another SHA: said once, not per card
     for (repo, pr), lock in sorted(ctx.all_locks.items()):
         if f"{repo}/{pr}" not in ctx.card_ids:
+            continue
+        if repo in wrong_ref:
             continue
         stored = repos.get(repo)
         pinned = ctx.config.repos[repo].pinned if repo in ctx.config.repos else None
@@ -50,7 +50,7 @@ def supersession_stale(ctx):
         if pinned and stored.get("ref") != pinned:
             yield Finding(SUPERSESSION, 1, 1, "B002", f"{repo} was computed at {str(stored.get('ref'))[:12]}, "
                                                       f"not at the pinned {pinned[:12]}; compute it again")
-            repos.pop(repo)
+            wrong_ref.add(repo)
             continue
         entry = stored.get("cards", {}).get(str(pr))
         if entry is None:

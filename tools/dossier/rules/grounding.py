@@ -101,9 +101,7 @@ def lock_drift(ctx, card):
     lock = ctx.card_lock(card)
     if lock is None or lock.get("source", {}).get("kind") not in ("git", "github", "diff"):
         return
-    from ..fetch import fresh_lock_from_git
-
-    fresh, error = fresh_lock_from_git(ctx, repo, lock["pr"])
+    fresh, error = ctx.fresh_lock(repo, lock["pr"])
     path = ctx.rel(ctx.config.lock_path(repo, lock["pr"]))
     if error:
         yield Finding(path, 1, 1, "G005", f"cannot re-verify against {ctx.sources[repo]}: {error}")

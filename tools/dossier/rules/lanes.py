@@ -2,43 +2,15 @@
 
 from __future__ import annotations
 
-import yaml
-
-from ..errors import DossierError
-from ..fsio import read_text
+from ..lanes import REGISTRY
 from .base import Finding, rule
 
-REGISTRY = "playbook/lanes.yaml"
 REQUIRED = ("id", "title", "script")
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser is ~10x faster
 
 
 def _entries(ctx):
-    """[(line, entry)] from the registry with source lines, or (line, problem); parsed once per check."""
-    cached = ctx.__dict__.get("_lane_entries")
-    if cached is None:
-        cached = ctx.__dict__["_lane_entries"] = _parse(ctx)
-    return cached
-
-
-def _parse(ctx):
-    path = ctx.root / REGISTRY
-    if not path.exists():
-        return [], None
-    try:
-        text = read_text(path)
-        node = yaml.compose(text, Loader=_LOADER)
-        data = _LOADER("").construct_document(node) if node is not None else None
-    except DossierError as exc:
-        return [], (1, str(exc))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        return [], ((mark.line + 1) if mark else 1, f"invalid YAML: {getattr(exc, 'problem', exc)}")
-    lanes = data.get("lanes") if isinstance(data, dict) else None
-    if not isinstance(lanes, list):
-        return [], (1, "expected a top-level 'lanes' list")
-    lane_nodes = next(v for k, v in node.value if k.value == "lanes").value
-    return [(n.start_mark.line + 1, entry) for n, entry in zip(lane_nodes, lanes)], None
+    """[(line, entry)] of the registry, and the problem that stopped reading it (or None)."""
+    return ctx.lane_registry.entries, ctx.lane_registry.problem
 
 
 def _problems(ctx, entry, seen: set) -> list[str]:
@@ -118,8 +90,6 @@ def lane_dry_run_fails(ctx):
     parallel, and caches the verdict in `.dossier-cache/` by the hash of the entry and
     the lane scripts. Run `dossier lanes show ID` to see the exact command.
     """
-    from ..lanes import dry_run_all
-
     entries, _ = _entries(ctx)
     ready, seen = [], set()
     for line, entry in entries:
@@ -127,7 +97,7 @@ def lane_dry_run_fails(ctx):
             continue  # L010/L011 already speak for it
         seen.add(entry["id"])
         ready.append((line, entry))
-    verdicts = dry_run_all(ctx.root, [e for _, e in ready])
+    verdicts = ctx.lane_verdicts([e for _, e in ready])
     for line, entry in ready:
         ok, msg = verdicts[entry["id"]]
         if not ok:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ..fsio import yaml_loader
+from ..yamlio import line_of
 from .base import Finding, rule
 
 
@@ -37,29 +37,20 @@ def trace_exclusion(ctx):
     landed on the first-parent history with no PR number (a rebase-merged series) is
     excluded by `commit:` (its SHA, 12 hex characters or more) instead of `pr:`.
     """
-    import yaml
-
     from ..trace import EXCLUSIONS
 
-    path = ctx.root / EXCLUSIONS
-    if not path.exists():
+    data, problem = ctx.exclusions_doc
+    if problem:
+        yield Finding(EXCLUSIONS, problem[0], 1, "L020", problem[1])
         return
-    try:
-        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml_loader())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        yield Finding(EXCLUSIONS, (mark.line + 1) if mark else 1, 1, "L020", f"invalid YAML: {getattr(exc, 'problem', exc)}")
+    if data is None:
         return
-    if root is None:
-        return
-    if not isinstance(root, yaml.SequenceNode):
+    if not isinstance(data, list):
         yield Finding(EXCLUSIONS, 1, 1, "L020", "exclusions must be a list of {repo, pr, reason}")
         return
     seen = set()
-    constructor = yaml_loader()("")  # builds each entry from its node; no re-serializing
-    for node in root.value:
-        line = node.start_mark.line + 1
-        entry = constructor.construct_mapping(node, deep=True) if isinstance(node, yaml.MappingNode) else None
+    for index, entry in enumerate(data):
+        line = line_of(data, index=index)
         if not isinstance(entry, dict) or "repo" not in entry or ("pr" in entry) == ("commit" in entry):
             yield Finding(EXCLUSIONS, line, 1, "L020", "exclusion needs repo and one of pr or commit")
             continue
@@ -84,7 +75,7 @@ def family_glob_matches_nothing(ctx):
     PRs from `dossier trace`. Checked only for repos that have a tree listing under
     references/trees/.
     """
-    from ..config import CONFIG_NAME, _glob_regex
+    from ..config import CONFIG_NAME, glob_regex
 
     if ctx.card_paths is not None:
         return
@@ -98,7 +89,7 @@ def family_glob_matches_nothing(ctx):
             listing = "\n".join(sorted(known.get(repo, ())))
             for g in globs:
                 # One multiline regex scan over the whole listing instead of a match per path.
-                pattern = _glob_regex(g).pattern.lstrip("^").rstrip("$")
+                pattern = glob_regex(g).pattern.lstrip("^").rstrip("$")
                 if not re.search(f"^{pattern}$", listing, re.MULTILINE):
                     line = next((i for i, l in enumerate(lines, 1) if f'"{g}"' in l), 1)
                     yield Finding(CONFIG_NAME, line, 1, "L030", f"{fam.name} glob {g!r} matches no known {repo} file")
@@ -111,9 +102,7 @@ def symptom_not_cited_back(ctx):
     The card's `symptoms:` and the entry's `cards:` must agree, or the playbook sends
     users past the PR that changed their path. `dossier link` adds the citations.
     """
-    from ..link import missing_links
-
-    for rel, number, entry, add in missing_links(ctx):
+    for rel, number, entry, add in ctx.missing_links:
         yield Finding(rel, number, 1, "L009", f"entry '{entry}' does not cite {', '.join(add)}; run `dossier link`")
 
 

@@ -9,33 +9,15 @@ from .base import Finding, rule
 _CARD_ID = re.compile(r"^([a-z0-9][a-z0-9._-]*)/(\d+)$")
 
 
-def _book(ctx):
-    """The playbook, loaded once per check run."""
-    if "_playbook" not in ctx.__dict__:
-        from .. import playbook
-
-        ctx.__dict__["_playbook"] = playbook.load(ctx.root)
-    return ctx.__dict__["_playbook"]
-
-
 def _entries(ctx):
-    from ..playbook import line_of
+    from ..yamlio import line_of
 
-    for entry in _book(ctx).entries:
+    for entry in ctx.playbook.entries:
         yield entry, entry["_file"], line_of
 
 
 def _symbols(ctx) -> dict[str, dict[str, set[str]]]:
-    """Per repo, per file: symbol names from the tree listings and from every lock."""
-    if "_playbook_symbols" not in ctx.__dict__:
-        from ..trees import expand_names, load_symbols
-
-        out = load_symbols(ctx.root)
-        for (repo, _), lock in ctx.all_locks.items():
-            for f in lock.get("files", []):
-                out.setdefault(repo, {}).setdefault(f["path"], set()).update(expand_names(f.get("symbols")))
-        ctx.__dict__["_playbook_symbols"] = out
-    return ctx.__dict__["_playbook_symbols"]
+    return ctx.playbook_symbols
 
 
 def _list(entry, key):
@@ -123,17 +105,17 @@ def playbook_invalid(ctx):
     `dossier.playbook.SUBLANES`), `measure`; `look`, `cards`, `knobs`, `lanes`,
     `aliases`, `prs` are lists; each `look` item has `repo` and `file`.
     """
-    for problem in _book(ctx).problems:
+    for problem in ctx.playbook.problems:
         yield Finding(problem.path, problem.line, 1, "L007", problem.message)
 
 
 @rule("L008", "playbook-no-lane-or-look", scope="project")
 def playbook_no_lane_or_look(ctx):
     """A playbook entry has no lane to validate with, or no file to look at."""
-    for entry, path, _ in _entries(ctx):
+    for entry, path, line_of in _entries(ctx):
         for key, what in (("look", "file to open"), ("lanes", "validation lane")):
             if not _list(entry, key):
-                yield Finding(path, entry.get("_line", 1), 1, "L008",
+                yield Finding(path, line_of(entry), 1, "L008",
                               f"entry '{entry.get('id')}' has no {what} (`{key}` is empty or missing)")
 
 
@@ -148,11 +130,10 @@ def playbook_cites_gone_card(ctx):
     """
     from .. import supersede as sup
 
-    data = sup.load(ctx.root)
     for entry, path, line_of in _entries(ctx):
         cited = [str(c) for c in _list(entry, "cards")]
         for cid in cited:
-            info = sup.for_card(ctx.root, cid, data)
+            info = sup.for_card(ctx.root, cid, ctx.supersession)
             if not info or info["state"] != "gone":
                 continue
             repo = cid.split("/")[0]
@@ -175,13 +156,13 @@ def playbook_not_in_release(ctx):
     not have must say so where it is named (the knob text or the file's `why` names the
     release version, e.g. "removed in 0.5.23: use --mm-feature-transport").
     """
-    from ..trees import load_release, missing_in_release, pinned_names
+    from ..trees import missing_in_release
 
-    release = load_release(ctx.root)
+    release = ctx.release
     if not release:
         return
     version = release["version"]
-    pinned = pinned_names(ctx.root) if pinned_names(ctx.root)[0] else None
+    pinned = ctx.pinned_names
     for entry, path, line_of in _entries(ctx):
         for i, knob in enumerate(_list(entry, "knobs")):
             gone = missing_in_release(release, str(knob), pinned)

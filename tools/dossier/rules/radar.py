@@ -6,13 +6,8 @@ from .base import Finding, rule
 
 
 def _radar(ctx):
-    """The radar loaded once per check run (None when the knowledge base has none)."""
-    from .. import radar
-
-    cache = ctx.__dict__.setdefault("_radar", {})
-    if "radar" not in cache:
-        cache["radar"] = radar.load(ctx.root, ctx.config.repos)
-    return cache["radar"]
+    """The radar (None when the knowledge base has none)."""
+    return ctx.radar
 
 
 def _valid_items(ctx):
@@ -63,9 +58,9 @@ def radar_stale(ctx):
     Open items move; run `dossier radar --refresh` (or check an entry without a
     number by hand) and update `last_checked`.
     """
-    from ..radar import as_date, max_age_days, today
+    from ..radar import as_date, today
 
-    now, limit = today(), max_age_days(ctx.root)
+    now, limit = today(), ctx.config.radar_max_age_days
     for item in _valid_items(ctx):
         age = (now - as_date(item.data["last_checked"])).days
         if age > limit:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-import yaml
 
-from ..fsio import yaml_loader
+from ..yamlio import YamlError, parse_yaml
 
 from .base import Finding, rule
 
@@ -28,9 +27,9 @@ def _read_skill(ctx):
     if end < 0:
         return text, None, "SKILL.md frontmatter has no closing '---'"
     try:
-        meta = yaml.load(Loader=yaml_loader(), stream=text[4:end])
-    except yaml.YAMLError as exc:
-        return text, None, f"SKILL.md frontmatter is not valid YAML: {getattr(exc, 'problem', exc)}"
+        meta = parse_yaml(text[4:end], SKILL, first_line=2)
+    except YamlError as exc:
+        return text, None, f"SKILL.md frontmatter is not valid YAML: {exc.problem}"
     if not isinstance(meta, dict):
         return text, None, "SKILL.md frontmatter is not a mapping"
     return text, meta, None
@@ -141,15 +140,15 @@ def skill_not_in_release(ctx):
     `references/trees/sglang-release.json` does not list must name the release version
     too ("not in 0.5.23"), so an assistant does not send a user of the wheel to it.
     """
-    from ..trees import load_release, missing_in_release, pinned_names
+    from ..trees import missing_in_release
 
     if ctx.card_paths is not None:
         return
-    release = load_release(ctx.root)
+    release = ctx.release
     text, _, _ = _read_skill(ctx)
     if not release or text is None:
         return
-    pinned = pinned_names(ctx.root) if pinned_names(ctx.root)[0] else None
+    pinned = ctx.pinned_names
     for number, line in enumerate(text.split("\n"), start=1):
         gone = missing_in_release(release, line, pinned)
         if gone and release["version"] not in line:

@@ -58,6 +58,7 @@ class History:
         self.repo = repo
         self.ref = ref
         self._index: dict[int, PrCommit] | None = None
+        self._hunk_text: dict[tuple[str, str], str] = {}  # (commit, path) -> changed lines, for former paths
 
     def _resolve_ref(self) -> str:
         try:
@@ -165,7 +166,7 @@ class History:
     def touches_symbols(self, commit: str, path: str, symbols: tuple[str, ...]) -> bool:
         """Whether the commit's diff of `path` names one of `symbols` in a hunk header or changed line."""
         key = (commit, path)
-        cache = self.__dict__.setdefault("_hunk_text", {})
+        cache = self._hunk_text
         if key not in cache:
             try:
                 diff = self.repo.git.show("--format=", "--no-color", "-U0", "--first-parent", commit, "--", path)

@@ -34,7 +34,7 @@ from github.GithubRetry import GithubRetry
 from ..config import Config
 from ..errors import DossierError
 from ..evidence import build_lock
-from ..fetch import FetchResult, _store
+from ..fetch import FetchResult, store_lock
 from ..fsio import write_atomic
 
 DEFAULT_API = "https://api.github.com"
@@ -322,5 +322,5 @@ def fetch_github(config: Config, repo: str, numbers: list[int], api_url: str | N
         except (GithubException, requests.exceptions.RequestException) as exc:
             results.append(FetchResult(pr, error=describe(exc, f"{upstream}#{pr}", root)))
             continue
-        results.append(_store(config, repo, pr, github_lock(config, repo, record, files, root)))
+        results.append(store_lock(config, repo, pr, github_lock(config, repo, record, files, root)))
     return results
