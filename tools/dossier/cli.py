@@ -373,5 +373,13 @@ def _register_optional():
 
 _register_optional()
 
+
+def command_help(name: str) -> str:
+    """`dossier NAME --help` as text; the site shows it without importing click itself."""
+    command = main.commands[name]
+    with click.Context(command, info_name=f"dossier {name}") as ctx:
+        return command.get_help(ctx)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
