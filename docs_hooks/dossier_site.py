@@ -1,7 +1,9 @@
 """mkdocs hook: add the knowledge base's pages as generated files at build time.
 
-Pages come from `dossier.site`, which reads the same cards, locks, playbook,
-lanes and rules as the skill and `dossier check`; nothing is written to git.
+Pages come from the `dossier.site` package, which reads the same cards, locks,
+playbook, lanes and rules as the skill and `dossier check`; nothing is written to
+git. The check page's `--help` text comes from the command line, here, so the site
+package never imports it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from pathlib import Path
 
 from mkdocs.structure.files import File
 
+from dossier.cli import command_help
 from dossier.config import find_root, load_config
 from dossier.site import build_site
 
@@ -19,7 +22,7 @@ _state: dict = {}
 
 def on_config(config):
     root = find_root(Path(config.config_file_path).parent)
-    pages, coverage = build_site(load_config(root))
+    pages, coverage = build_site(load_config(root), check_help=command_help("check"))
     _state.update(pages=pages, coverage=coverage)
     if not config.nav:
         config.nav = _nav(pages)

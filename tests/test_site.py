@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import os
+import posixpath
 import re
 import shutil
 import subprocess
@@ -13,12 +14,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dossier import radar
 from dossier.config import load_config
-from dossier.kb import KnowledgeBase
 from dossier.fetch import lock_from_diff
+from dossier.kb import KnowledgeBase
 from dossier.playbook import load as load_playbook
 from dossier.rules import RULES
 from dossier.site import Site, slug
+from dossier.site.check_pages import output_page
+from dossier.site.markdown import link_pr_numbers, rewrite_links
 
 ROOT = Path(__file__).resolve().parents[1]
 SITE_FILES = ("mkdocs.yml", "docs", "docs_hooks")
@@ -263,10 +267,10 @@ def test_playbook_page_is_the_generated_playbook_with_site_links(tmp_path):
     root = make_site_kb(tmp_path / "kb")
     site = Site(load_config(root))
     page = site.render()["playbook/index.md"]
-    generated = site.generated.get("references/playbook.md")
-    if generated is not None:  # playbook.render_markdown exists: the page is its output, re-linked
-        assert "cards/sglang/101.md" in generated
-        assert "](../cards/sglang/101.md)" in page
+    generated = site.refs.generated["references/playbook.md"]
+    assert "](cards/sglang/101.md)" in generated, "the generated playbook links the card the repository's way"
+    assert "](../cards/sglang/101.md)" in page, "the page is that playbook, re-linked for playbook/index.md"
+    assert page.count("<!-- dossier-build inputs=") == 1
     assert "[slow-vit](slow-vit.md)" in page, "entries are listed after the playbook text"
 
 
@@ -281,7 +285,6 @@ def test_a_stored_playbook_file_is_used_when_nothing_generates_one(tmp_path):
 
 
 def test_radar_page_and_count_come_from_the_radar_file(tmp_path):
-    radar = pytest.importorskip("dossier.radar")
     root = make_site_kb(tmp_path / "kb")
     shutil.copy(ROOT / radar.RADAR_FILE, root / radar.RADAR_FILE)
     site = Site(load_config(root))
@@ -289,3 +292,63 @@ def test_radar_page_and_count_come_from_the_radar_file(tmp_path):
     assert "radar.md" in pages
     n = len(radar.load(root).items)
     assert f"| [Radar entries](radar.md) | {n} |" in site.coverage()
+
+
+def test_check_page_shows_the_help_it_is_given_and_omits_the_block_without_it():
+    with_help = output_page("Usage: dossier check [OPTIONS] [PATHS]...")
+    assert "```text\nUsage: dossier check [OPTIONS] [PATHS]...\n```" in with_help
+    without = output_page(None)
+    assert "Usage:" not in without and "## Output formats" in without
+    assert without.startswith("---\ntitle: dossier check\n---\n\n# `dossier check`\n")
+
+
+def test_links_are_rewritten_outside_code_only():
+    pages = {"references/cards/sglang/101.md": "cards/sglang/101.md", "references/playbook.md": "playbook/index.md"}
+    text = ("[pb](../../playbook.md#slow) [gone](../../nowhere.md) ![img](x.png) [web](https://x.org/a.md)\n"
+            "```\n[pb](../../playbook.md)\n```\n")
+    out = rewrite_links(text, "references/cards/sglang/101.md", "cards/sglang/101.md",
+                        lambda path: pages.get(posixpath.normpath(path)))
+    first, fenced = out.split("```\n", 1)
+    assert first == "[pb](../../playbook/index.md#slow) gone  [web](https://x.org/a.md)\n"
+    assert fenced == "[pb](../../playbook.md)\n```\n", "fenced code is left as written"
+
+
+def test_pr_numbers_link_cards_then_upstream_but_not_in_code():
+    def card_page(n):
+        return "cards/sglang/101.md" if n == "101" else None
+
+    out = link_pr_numbers("#101 and #99, `#7`, [#8](x.md), a#5", "cards/sglang/5.md", card_page,
+                          lambda n: f"https://up/pull/{n}")
+    assert out == "[#101](101.md) and [#99](https://up/pull/99), `#7`, [#8](x.md), a#5"
+    assert link_pr_numbers("#99", "cards/x/1.md", card_page, None) == "#99", "no registry: left as text"
+
+
+def test_site_package_imports_no_command_line():
+    import ast
+
+    package = ROOT / "tools" / "dossier" / "site"
+    for path in sorted(package.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            assert not [n for n in names if n.split(".")[0] == "click" or n.endswith("cli")], \
+                f"{path.name}:{node.lineno} imports {names}"
+
+
+def test_every_template_ships_as_package_data():
+    import fnmatch
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["dossier"]
+    package = ROOT / "tools" / "dossier"
+    templates = sorted(p.relative_to(package).as_posix() for p in (package / "templates").rglob("*.j2"))
+    assert "templates/site/card.md.j2" in templates
+    unshipped = [t for t in templates if not any(fnmatch.fnmatch(t, g) and t.count("/") == g.count("/") for g in globs)]
+    assert not unshipped, f"templates missing from [tool.setuptools.package-data]: {unshipped}"

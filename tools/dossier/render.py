@@ -1,4 +1,4 @@
-"""The one jinja2 environment every generated file and scaffold is rendered with.
+"""The one jinja2 environment every generated file, scaffold and site page is rendered with.
 
 Built on first use: `dossier check` usually needs no template at all, and jinja2
 is a noticeable share of start-up time.

@@ -28,5 +28,14 @@ def main():
 for _command in (fetch, trace_cmd, new, check, rule_cmd, build, repro, find_cmd, radar_cmd, lanes_cmd, tree_cmd, link_cmd):
     main.add_command(_command)
 
+
+
+def command_help(name: str) -> str:
+    """`dossier NAME --help` as text; the site shows it without importing click itself."""
+    command = main.commands[name]
+    with click.Context(command, info_name=f"dossier {name}") as ctx:
+        return command.get_help(ctx)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
