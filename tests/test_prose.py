@@ -28,6 +28,10 @@ Short line here.
 this fenced sentence has more than six words in it
 ```
 
+~~~text
+this tilde fenced sentence has more than six words too
+~~~
+
 ## Key implementation
 
 - `mm_utils.embed` now keeps every host tensor in one pinned buffer per request.
@@ -57,7 +61,7 @@ class StandInKB:
 def test_sentences_join_wrapped_lines_and_skip_fences_short_lines_and_other_sections(tmp_path):
     got = _prose.sentences(card(tmp_path, 42))
     assert [(name, line) for name, line, _, _ in got] == [
-        ("Motivation", 10), ("Key implementation", 21), ("Key implementation", 22)]
+        ("Motivation", 10), ("Key implementation", 25), ("Key implementation", 26)]
     raw = got[0][2]
     assert raw.startswith("Each image tensor travelled") and raw.endswith("eight tiny transfers.")
     assert "\n" not in raw

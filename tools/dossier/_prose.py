@@ -17,6 +17,7 @@ from functools import cached_property
 from pathlib import Path
 
 from . import cards as _cards_module
+from .cards import is_fence
 from .cache import DiskCache, content_key
 
 JUDGEMENT = ("Motivation", "Key implementation", "Validation", "Risk")
@@ -42,7 +43,7 @@ def paragraphs(section):
     fenced, start, buf = False, 0, []
     for number, line in section.body:
         stripped = line.strip()
-        if stripped.startswith("```"):
+        if is_fence(line):
             fenced = not fenced
             stripped = ""
         if fenced:

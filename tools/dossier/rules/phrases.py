@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from .._prose import JUDGEMENT
+from ..cards import is_fence
 from .base import Finding, rule
 
 MIN_WORDS = {"Motivation": 25, "Key implementation": 25, "Validation": 15}
@@ -49,7 +50,7 @@ def placeholder(ctx, card):
         return  # the common case: one scan of the whole card
     fenced = False
     for number, line in enumerate(card.text.split("\n"), start=1):
-        if line.lstrip().startswith("```"):
+        if is_fence(line):
             fenced = not fenced
             continue
         if fenced:
@@ -168,7 +169,7 @@ def stock_phrase(ctx, card):
             continue
         fenced = False
         for number, line in sec.body:
-            if line.lstrip().startswith("```"):
+            if is_fence(line):
                 fenced = not fenced
                 continue
             if fenced:
