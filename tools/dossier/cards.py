@@ -9,7 +9,6 @@ from pathlib import Path
 from .yamlio import YamlError, parse_yaml
 
 REQUIRED_SECTIONS = ("Motivation", "Key implementation", "Key code excerpts", "Reviewed files", "Validation")
-OPTIONAL_SECTIONS = ("Risk", "Notes")
 FILE_GROUPS = ("Runtime", "Tests", "Docs", "CI", "Other")
 KINDS = ("perf", "feature", "new-model", "bugfix", "hardware", "docs", "refactor", "revert", "ci", "test")
 STATES = ("merged", "open", "closed")
@@ -174,19 +173,30 @@ def parse_card(path: Path, text: str) -> Card:
     return Card(path, text, meta, meta_error, meta_lines, body_start, sections, excerpts, reviewed, strays)
 
 
+_CI_DIRS = (".github/", ".ci/", "scripts/ci", "ci/")
+_CI_CONFIG = ("requirements.txt", "pyproject.toml", ".yaml", ".yml")
+_CI_FILES = ("run_suite.py", "ci_install_dependency.sh")
+_DOCS_DIRS = ("docs/", "docs_new/")
+_DOCS_EXTS = (".md", ".mdx", ".rst")
+_OTHER_DIRS = (".claude/", "examples/", "example/")
+_TESTS_DIRS = ("test/", "tests/")
+
+
 def classify_file(path: str) -> str:
+    """The role a changed file plays (one of FILE_GROUPS); earlier checks win ties."""
     low = path.lower()
-    if low.startswith((".github/", ".ci/", "scripts/ci", "ci/")) or "/ci/" in low or low.endswith(("requirements.txt", "pyproject.toml", ".yaml", ".yml")) and ".github" in low:
-        return "CI"
-    if low.startswith(("docs/", "docs_new/")) or low.endswith((".md", ".mdx", ".rst")):
-        return "Docs"
     name = low.rsplit("/", 1)[-1]
-    if name in ("run_suite.py", "ci_install_dependency.sh"):
+    if low.startswith(_CI_DIRS) or "/ci/" in low:
         return "CI"
-    if low.startswith((".claude/", "examples/", "example/")) or ("/" not in low and not low.endswith(".py")):
+    if ".github" in low and low.endswith(_CI_CONFIG):  # a nested .github folder's config
+        return "CI"
+    if low.startswith(_DOCS_DIRS) or low.endswith(_DOCS_EXTS):
+        return "Docs"
+    if name in _CI_FILES:
+        return "CI"
+    if low.startswith(_OTHER_DIRS) or ("/" not in low and not low.endswith(".py")):
         return "Other"  # agent skills, example scripts, root-level config: not the serving code
-    if low.startswith(("test/", "tests/")) or "/tests/" in low or name.startswith("test_") or name.endswith("_test.py") or "benchmark" in low:
+    if (low.startswith(_TESTS_DIRS) or "/tests/" in low or name.startswith("test_") or name.endswith("_test.py")
+            or "benchmark" in low):
         return "Tests"
-    if low.startswith((".github/",)) or name in ("ci_install_dependency.sh", "run_suite.py"):
-        return "CI"
     return "Runtime"

@@ -278,3 +278,10 @@ class KnowledgeBase:
                 l for l in listing.read_text(encoding="utf-8").splitlines() if l and not l.startswith("#")
             )
         return out
+
+    @cached_property
+    def prose(self):
+        """Judgement-section sentences, shingles and the cross-card prose indexes (dossier._prose)."""
+        from ._prose import Prose
+
+        return Prose(self)

@@ -1,7 +1,8 @@
 """Check rules, grouped by family; importing this package registers them all.
 
-Each module of this package holds the rules of one family; any module added
-here is picked up, so a new rule needs no edit elsewhere.
+Each module of this package holds rules of a single family (prose, P, has two:
+phrases and similarity); any module added here is picked up, so a new rule needs
+no edit elsewhere.
 """
 
 import importlib
