@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 
@@ -34,7 +34,8 @@ class TraceRow:
     live: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, "", {}) or k in ("pr",)}
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {k: v for k, v in values.items() if v not in (None, "", {}) or k in ("pr",)}
 
 
 def read_exclusions(root: Path):
