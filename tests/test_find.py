@@ -6,13 +6,13 @@ import json
 import os
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from dossier import find
 from dossier.cli import main
 from dossier.config import load_config
 from dossier.kb import KnowledgeBase
+from dossier.yamlio import read_yaml
 
 from test_playbook import make_kb
 
@@ -44,7 +44,7 @@ def run(kb, *args):
 
 
 def test_shipped_queries_find_the_expected_file(repo_root):
-    queries = yaml.safe_load((repo_root / "tests" / "find_queries.yaml").read_text())["queries"]
+    queries = read_yaml(repo_root / "tests" / "find_queries.yaml")["queries"]
     assert len(queries) >= 25
     index = find.build_index(KnowledgeBase(load_config(repo_root)))  # no cache write into the checkout
     misses = []
@@ -109,17 +109,33 @@ def test_empty_or_garbage_query_is_one_clear_line(small_kb, query):
 
 
 def test_index_is_cached_and_invalidated(small_kb, monkeypatch):
+    from dossier.find import _index
+
     ctx = KnowledgeBase(load_config(small_kb))
     first = find.load_index(ctx)
-    assert (small_kb / find.CACHE).exists()
-    monkeypatch.setattr(find, "build_index", lambda ctx: pytest.fail("cache was not used"))
+    assert (small_kb / ".dossier-cache" / f"{find.CACHE_NAME}.json").exists()
+    monkeypatch.setattr(_index, "build_index", lambda ctx: pytest.fail("cache was not used"))
     assert find.load_index(ctx) == first
+    # Keyed by content, not timestamps: a touch keeps the cache, an edit rebuilds it.
     path = small_kb / "playbook" / "symptoms" / "video.yaml"
-    path.write_text(path.read_text().replace("blow up memory", "blow up memory badly"))
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
-    monkeypatch.setattr(find, "build_index", lambda ctx: {"docs": [], "df": {}, "avg": 0})
+    assert find.load_index(ctx) == first
+    path.write_text(path.read_text().replace("blow up memory", "blow up memory badly"))
+    monkeypatch.setattr(_index, "build_index", lambda ctx: {"docs": [], "df": {}, "avg": 0})
     assert find.load_index(ctx)["docs"] == []
+
+
+def test_synonym_table_is_shipped_data(tmp_path):
+    from dossier.errors import DossierError
+    from dossier.find import _text
+
+    table = _text.load_synonyms()
+    assert "out of memory" in table["oom"] and "ascend" in table["npu"]
+    bad = tmp_path / "synonyms.yaml"
+    bad.write_text("oom: out of memory\n")
+    with pytest.raises(DossierError, match="must map to a list"):
+        _text.load_synonyms(bad)
 
 
 def test_find_on_real_upstream_reports(repo_root):

@@ -359,7 +359,7 @@ def _register_optional():
     """Commands owned by other modules (find, radar, lanes) register themselves."""
     import importlib
 
-    for name in ("find", "radar", "lanes", "trees", "link"):
+    for name in ("find.command", "radar", "lanes", "trees", "link"):
         try:
             mod = importlib.import_module(f"dossier.{name}")
         except ModuleNotFoundError as exc:
