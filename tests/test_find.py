@@ -138,13 +138,39 @@ def test_synonym_table_is_shipped_data(tmp_path):
         _text.load_synonyms(bad)
 
 
-def test_find_on_real_upstream_reports(repo_root):
-    """80+ user reports from upstream threads, each mapped to the fixing PR's card and file.
+def test_card_files_follow_the_key_implementation(small_kb, repo_root):
+    """A card leads with the file its key implementation describes first, not its biggest or
+    first-quoted file (#22089: streaming_asr.py, though serving_transcription.py has more churn
+    and the first excerpt)."""
+    import shutil
 
-    The fixing card must be in the top five for 85% of them (met: 87% on 86 reports). The
-    refresh issue asks for the right file first in 70%; find reaches 60% today, so this
-    guards that level against regressions until ranking improves. `scripts/find_eval.py
-    --misses` prints both figures and every miss.
+    for sub, ext in (("cards", "md"), ("evidence", "json")):
+        (small_kb / "references" / sub / "sglang").mkdir(parents=True, exist_ok=True)
+        shutil.copy(repo_root / "references" / sub / "sglang" / f"22089.{ext}",
+                    small_kb / "references" / sub / "sglang" / f"22089.{ext}")
+    data = json.loads(run(small_kb, "chunked streaming transcription", "--format", "json", "--limit", "20").output)
+    card = next(r for r in data["results"] if r["id"] == "sglang/22089")
+    assert card["files"][:2] == ["python/sglang/srt/entrypoints/openai/streaming_asr.py",
+                                 "python/sglang/srt/entrypoints/openai/serving_transcription.py"]
+
+
+def test_an_entry_shares_its_evidence_among_its_files():
+    """A playbook entry names places to look for a class of symptoms, a card the files of one
+    fix: a card scoring a little below an entry still puts its file first."""
+    entry = {"kind": "entry", "id": "e", "files": ["a.py", "b.py", "c.py"], "repos": ["r"] * 3}
+    card = {"kind": "card", "id": "r/1", "files": ["d.py"], "repos": ["r"]}
+    ranked = find.rank_files([(10.0, entry), (9.0, card)])
+    assert [path for (_, path), _ in ranked] == ["d.py", "a.py", "b.py", "c.py"]
+    # ... but one clearly better entry still wins
+    assert find.rank_files([(30.0, entry), (9.0, card)])[0][0] == ("r", "a.py")
+
+
+def test_find_on_real_upstream_reports(repo_root):
+    """100+ user reports from upstream threads, each mapped to the fixing PR's card and file.
+
+    The fixing card must be in the top five for 85% of them and the right file first for
+    70% (both met: 89% and 73% on 105 reports; part 4 was labelled before find ran on it).
+    `scripts/find_eval.py --misses` prints both figures and every miss.
     """
     import sys
 
@@ -152,7 +178,7 @@ def test_find_on_real_upstream_reports(repo_root):
     import find_eval
 
     reports = find_eval.load_reports(sorted((repo_root / "tests").glob("find_reports*.yaml")))
-    assert len(reports) >= 80
+    assert len(reports) >= 100
     assert len({r["source"] for r in reports}) == len(reports)  # one report per thread
     assert sum(r["topic"] in ("omni", "asr") for r in reports) * 3 >= len(reports)
     for r in reports:
@@ -160,4 +186,4 @@ def test_find_on_real_upstream_reports(repo_root):
     index = find.build_index(KnowledgeBase(load_config(repo_root)))
     s = find_eval.summary(find_eval.score(reports, index))
     assert s["card_top5"] >= 0.85, s
-    assert s["file_first"] >= 0.55, s
+    assert s["file_first"] >= 0.70, s

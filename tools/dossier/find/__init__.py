@@ -15,7 +15,7 @@ from ._index import CACHE_NAME, build_index, load_index
 from ._rank import bm25, rank_files
 from ._text import tokenize
 
-__all__ = ["CACHE_NAME", "build_index", "format_text", "load_index", "search", "tokenize"]
+__all__ = ["CACHE_NAME", "build_index", "format_text", "load_index", "rank_files", "search", "tokenize"]
 
 
 def search(index: dict, query: str, limit: int = 10) -> dict:

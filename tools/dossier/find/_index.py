@@ -8,6 +8,7 @@ every input and of this package, so any edit rebuilds it and a bare `touch` does
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -42,6 +43,23 @@ def _doc(kind, did, weighted: list[tuple[str, int]], **payload) -> dict:
 
 def _path_words(path: str) -> str:
     return path.replace("/", " ").replace("_", " ").replace(".", " ")
+
+
+def _mention_order(text: str, paths: list[str]) -> list[str]:
+    """The paths `text` names, in the order it first names them.
+
+    Prose names a file by its full path or by a tail of it (`realtime/session.py`,
+    `streaming_asr.py`); paths named at the same spot keep their order in `paths`.
+    """
+    first: dict[str, int] = {}
+    for path in paths:
+        parts = path.split("/")
+        for tail in ("/".join(parts[i:]) for i in range(len(parts))):
+            m = re.search(r"(?<![\w/.-])" + re.escape(tail) + r"(?!\w)", text)
+            if m:
+                first[path] = m.start()
+                break
+    return sorted(first, key=first.get)
 
 
 def _today(sup, entry: dict | None) -> dict | None:
@@ -90,15 +108,16 @@ def build_index(kb) -> dict:
         meta = card.meta or {}
         lock = kb.card_lock(card)
         cid = kb.card_id(card)
+        section = lambda name: card.sections[name].prose() if name in card.sections else ""  # noqa: E731
         files = []
         if lock:
             runtime = [f for f in lock["files"] if classify_file(f["path"]) == "Runtime"] or lock["files"]
             by_churn = [f["path"] for f in sorted(runtime, key=lambda f: -(f["additions"] + f["deletions"]))]
-            # The writer quoted the lines that matter: files with excerpts lead, in excerpt order,
-            # then the rest by churn.
+            # The writer's order of importance: the files the key implementation describes, in the
+            # order it describes them, then the files quoted in excerpts, then the rest by churn.
+            described = _mention_order(section("Key implementation"), by_churn)
             quoted = [e.path for e in card.excerpts if e.path in by_churn]
-            files = list(dict.fromkeys(quoted + by_churn))
-        section = lambda name: card.sections[name].prose() if name in card.sections else ""  # noqa: E731
+            files = list(dict.fromkeys(described + quoted + by_churn))
         weighted = [(str(meta.get("title", "")), 3), (" ".join(map(str, meta.get("families") or [])), 1),
                     (" ".join(map(str, meta.get("symptoms") or [])), 1), (section("Motivation"), 1),
                     (section("Key implementation"), 1), (" ".join(_path_words(p) for p in files[:5]), 1)]

@@ -32,17 +32,20 @@ def rank_files(scored: list[tuple[float, dict]]) -> list[tuple[tuple[str, str], 
     """(repo, path) pairs, best first.
 
     A file's rank: the documents that name it, each by its score, decaying with the
-    document's rank and the file's place in it (a card lists its quoted files first),
-    plus a share of how well the file itself matches the query.
+    document's rank and the file's place in it (a card leads with the file its key
+    implementation describes first), plus a share of how well the file itself matches
+    the query. A playbook entry names the places to look for a whole class of symptoms,
+    a card the files of one fix, so an entry's evidence is divided among its files.
     """
     file_score = {(d["repos"][0], d["files"][0]): s for s, d in scored if d["kind"] == "file"}
     files: dict[tuple[str, str], float] = {}
     weight = {"entry": 1.0, "card": 1.0, "file": 0.8}
     for rank, (s, d) in enumerate(scored[:30]):
+        share = 1 / len(d["files"]) if d["kind"] == "entry" and d["files"] else 1.0
         for i, (repo, path) in enumerate(zip(d["repos"], d["files"])):
             key = (repo, path)
             own = file_score.get(key, 0.0)
-            files[key] = files.get(key, 0.0) + s * weight[d["kind"]] * _serving(path) / (1 + rank) * (
+            files[key] = files.get(key, 0.0) + s * weight[d["kind"]] * share * _serving(path) / (1 + rank) * (
                 1 / (1 + i) + 0.5 * own / (1 + own))
     return sorted(files.items(), key=lambda kv: (-kv[1], kv[0]))
 
