@@ -13,14 +13,13 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 from dossier import find  # noqa: E402
 from dossier.config import load_config  # noqa: E402
 from dossier.kb import KnowledgeBase  # noqa: E402
+from dossier.yamlio import read_yaml  # noqa: E402
 
 
 def ranked_cards(found: dict) -> list[str]:
@@ -46,7 +45,7 @@ def score(reports: list[dict], index: dict) -> list[dict]:
 def load_reports(paths: list[Path]) -> list[dict]:
     reports = []
     for path in paths:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+        data = read_yaml(path) or []
         reports += data if isinstance(data, list) else data.get("reports", [])
     return reports
 

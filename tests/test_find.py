@@ -6,13 +6,13 @@ import json
 import os
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from dossier import find
 from dossier.cli import main
 from dossier.config import load_config
 from dossier.kb import KnowledgeBase
+from dossier.yamlio import read_yaml
 
 from test_playbook import make_kb
 
@@ -44,7 +44,7 @@ def run(kb, *args):
 
 
 def test_shipped_queries_find_the_expected_file(repo_root):
-    queries = yaml.safe_load((repo_root / "tests" / "find_queries.yaml").read_text())["queries"]
+    queries = read_yaml(repo_root / "tests" / "find_queries.yaml")["queries"]
     assert len(queries) >= 25
     index = find.build_index(KnowledgeBase(load_config(repo_root)))  # no cache write into the checkout
     misses = []
@@ -109,26 +109,68 @@ def test_empty_or_garbage_query_is_one_clear_line(small_kb, query):
 
 
 def test_index_is_cached_and_invalidated(small_kb, monkeypatch):
+    from dossier.find import _index
+
     ctx = KnowledgeBase(load_config(small_kb))
     first = find.load_index(ctx)
-    assert (small_kb / find.CACHE).exists()
-    monkeypatch.setattr(find, "build_index", lambda ctx: pytest.fail("cache was not used"))
+    assert (small_kb / ".dossier-cache" / f"{find.CACHE_NAME}.json").exists()
+    monkeypatch.setattr(_index, "build_index", lambda ctx: pytest.fail("cache was not used"))
     assert find.load_index(ctx) == first
+    # Keyed by content, not timestamps: a touch keeps the cache, an edit rebuilds it.
     path = small_kb / "playbook" / "symptoms" / "video.yaml"
-    path.write_text(path.read_text().replace("blow up memory", "blow up memory badly"))
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
-    monkeypatch.setattr(find, "build_index", lambda ctx: {"docs": [], "df": {}, "avg": 0})
+    assert find.load_index(ctx) == first
+    path.write_text(path.read_text().replace("blow up memory", "blow up memory badly"))
+    monkeypatch.setattr(_index, "build_index", lambda ctx: {"docs": [], "df": {}, "avg": 0})
     assert find.load_index(ctx)["docs"] == []
 
 
-def test_find_on_real_upstream_reports(repo_root):
-    """80+ user reports from upstream threads, each mapped to the fixing PR's card and file.
+def test_synonym_table_is_shipped_data(tmp_path):
+    from dossier.errors import DossierError
+    from dossier.find import _text
 
-    The fixing card must be in the top five for 85% of them (met: 87% on 86 reports). The
-    refresh issue asks for the right file first in 70%; find reaches 60% today, so this
-    guards that level against regressions until ranking improves. `scripts/find_eval.py
-    --misses` prints both figures and every miss.
+    table = _text.load_synonyms()
+    assert "out of memory" in table["oom"] and "ascend" in table["npu"]
+    bad = tmp_path / "synonyms.yaml"
+    bad.write_text("oom: out of memory\n")
+    with pytest.raises(DossierError, match="must map to a list"):
+        _text.load_synonyms(bad)
+
+
+def test_card_files_follow_the_key_implementation(small_kb, repo_root):
+    """A card leads with the file its key implementation describes first, not its biggest or
+    first-quoted file (#22089: streaming_asr.py, though serving_transcription.py has more churn
+    and the first excerpt)."""
+    import shutil
+
+    for sub, ext in (("cards", "md"), ("evidence", "json")):
+        (small_kb / "references" / sub / "sglang").mkdir(parents=True, exist_ok=True)
+        shutil.copy(repo_root / "references" / sub / "sglang" / f"22089.{ext}",
+                    small_kb / "references" / sub / "sglang" / f"22089.{ext}")
+    data = json.loads(run(small_kb, "chunked streaming transcription", "--format", "json", "--limit", "20").output)
+    card = next(r for r in data["results"] if r["id"] == "sglang/22089")
+    assert card["files"][:2] == ["python/sglang/srt/entrypoints/openai/streaming_asr.py",
+                                 "python/sglang/srt/entrypoints/openai/serving_transcription.py"]
+
+
+def test_an_entry_shares_its_evidence_among_its_files():
+    """A playbook entry names places to look for a class of symptoms, a card the files of one
+    fix: a card scoring a little below an entry still puts its file first."""
+    entry = {"kind": "entry", "id": "e", "files": ["a.py", "b.py", "c.py"], "repos": ["r"] * 3}
+    card = {"kind": "card", "id": "r/1", "files": ["d.py"], "repos": ["r"]}
+    ranked = find.rank_files([(10.0, entry), (9.0, card)])
+    assert [path for (_, path), _ in ranked] == ["d.py", "a.py", "b.py", "c.py"]
+    # ... but one clearly better entry still wins
+    assert find.rank_files([(30.0, entry), (9.0, card)])[0][0] == ("r", "a.py")
+
+
+def test_find_on_real_upstream_reports(repo_root):
+    """100+ user reports from upstream threads, each mapped to the fixing PR's card and file.
+
+    The fixing card must be in the top five for 85% of them and the right file first for
+    70% (both met: 89% and 73% on 105 reports; part 4 was labelled before find ran on it).
+    `scripts/find_eval.py --misses` prints both figures and every miss.
     """
     import sys
 
@@ -136,7 +178,7 @@ def test_find_on_real_upstream_reports(repo_root):
     import find_eval
 
     reports = find_eval.load_reports(sorted((repo_root / "tests").glob("find_reports*.yaml")))
-    assert len(reports) >= 80
+    assert len(reports) >= 100
     assert len({r["source"] for r in reports}) == len(reports)  # one report per thread
     assert sum(r["topic"] in ("omni", "asr") for r in reports) * 3 >= len(reports)
     for r in reports:
@@ -144,4 +186,4 @@ def test_find_on_real_upstream_reports(repo_root):
     index = find.build_index(KnowledgeBase(load_config(repo_root)))
     s = find_eval.summary(find_eval.score(reports, index))
     assert s["card_top5"] >= 0.85, s
-    assert s["file_first"] >= 0.55, s
+    assert s["file_first"] >= 0.70, s
