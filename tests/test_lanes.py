@@ -83,7 +83,8 @@ FAKE_BIN = Path(__file__).parent / "fake_bin"  # an espeak-ng that writes tones:
 
 def lane_env(pythonpath: Path | None = None, **env: str) -> dict:
     out = dict(os.environ, **env)
-    out["PATH"] = os.pathsep.join([str(FAKE_BIN), out.get("PATH", "")])
+    if "PATH" not in env:
+        out["PATH"] = os.pathsep.join([str(FAKE_BIN), out.get("PATH", "")])
     if pythonpath is not None:
         out["PYTHONPATH"] = os.pathsep.join([str(pythonpath), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return out

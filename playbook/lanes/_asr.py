@@ -114,7 +114,7 @@ class AsrLane(Lane):
             pcm = joined
             if len(pcm) / 2 / RATE >= target:
                 break
-        pcm += silence(max(target - len(pcm) / 2 / RATE, 0.0), RATE)
+        pcm += b"\x00\x00" * max(round(target * RATE) - len(pcm) // 2, 0)  # silence up to the exact length
         reference = " ".join(texts)
         return Speech(wav_bytes(pcm, RATE, reference), reference, self.tool)
 

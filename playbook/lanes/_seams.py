@@ -3,8 +3,8 @@
 Seam score: a streaming decoder that restarts state at a chunk boundary leaves a click (a
 jump in sample value) exactly at the join. For each join we take the largest sample step
 within one sample of it and divide by the 99th percentile of sample steps inside the chunks
-(floored at FLOOR so near-silence does not inflate it). A continuous waveform scores about
-1 at every join; a click or phase jump scores many times that.
+(floored at FLOOR so near-silence does not inflate it). A continuous waveform scores
+1 or less at every join; a click or phase jump scores many times that.
 
 Stalls: a client plays chunk k once chunk k-1 has finished; it stalls when chunk k arrives
 after that moment. Counted per request, with the seconds spent waiting.

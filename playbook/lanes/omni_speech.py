@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _audio import wav_bytes, wav_pcm  # noqa: E402
 from _client import ask, http, sse_events, transcribe  # noqa: E402
 from _lane import Lane, LaneError, Sample  # noqa: E402
+from _results import pct  # noqa: E402
 from _runner import main  # noqa: E402
 from _scoring import word_error_rate  # noqa: E402
 from _seams import Chunk, stream_report  # noqa: E402
@@ -85,7 +86,7 @@ class OmniSpeechLane(Lane):
         p.add_argument("--max-wer", type=float, default=0.5, help="Text-vs-sentence WER limit (chat endpoint).")
         p.add_argument("--max-speech-wer", type=float, default=0.3, help="Speech WER limit (with --asr-url).")
         p.add_argument("--max-seam", type=float, default=4.0,
-                       help="Fail when a chunk join's seam score is above this (about 1 when continuous).")
+                       help="Fail when a chunk join's seam score is above this (at most about 1 when continuous).")
         p.add_argument("--min-audio", type=float, default=0.5, help="Fail when a reply has less audio (s).")
         p.set_defaults(max_tokens=128)
 
@@ -140,6 +141,8 @@ class OmniSpeechLane(Lane):
                       modalities=["text", "audio"], audio={"format": "wav"})
             chunks = [Chunk(at, *decode_chunk(base64.b64decode(c), DEFAULT_RATE))
                       for at, c in zip(res["audio_at"], res["audio_b64"])]
+            if len(chunks) > 2 and chunks[-1].pcm == b"".join(c.pcm for c in chunks[:-1]):
+                chunks.pop()  # a final aggregate of the streamed audio (non-streaming fallback), not new audio
             text, ttft, latency, spoken = res["text"], res["ttft"], res["latency"], res["text"] or said
         if len({c.rate for c in chunks}) > 1:
             raise LaneError(f"audio chunks changed sample rate mid-stream: {sorted({c.rate for c in chunks})}")
@@ -181,6 +184,9 @@ class OmniSpeechLane(Lane):
             sample.extra.update(report)
         seams = [(r["seam_worst"], i, r["seam_worst_join"]) for i, r in zip(measured, reports) if r["joins"]]
         extra["stalls"] = sum(r["stalls"] for r in reports)
+        gaps = [b - a for r in reports for a, b in zip(r["chunk_at_s"], r["chunk_at_s"][1:])]
+        if gaps:  # time between audio chunks: what a player must bridge after the first one
+            extra["chunk_gap_p50_s"], extra["chunk_gap_p90_s"] = round(pct(gaps, 0.5), 4), round(pct(gaps, 0.9), 4)
         if seams:
             worst = max(seams)
             extra["seam_worst"] = worst[0]
