@@ -19,7 +19,9 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-MARK = re.compile(rb"LANE-TRUTH:([^;\x00]{0,200});")
+from standin_speech import Voice, pcm_stream, said_in
+
+MARK = re.compile(rb"LANE-TRUTH:([^;\x00]{0,20000});")  # long ASR clips carry long references
 REPEAT = "Repeat exactly this sentence and nothing else:"
 WRONG = "I am not sure, nothing comes to mind"
 
@@ -106,21 +108,26 @@ def pixel_colour(rows: list[list[float]]) -> str:
     return "square " + min(COLOURS, key=lambda c: sum((a - b) ** 2 for a, b in zip(COLOURS[c], rgb)))
 
 
-def wav_chunk(seconds: float, rate: int = 24000) -> bytes:
-    pcm = b"\x00\x01" * int(seconds * rate)
+def wav_chunk(seconds: float, rate: int = 24000, pcm: bytes | None = None) -> bytes:
+    pcm = b"\x00\x01" * int(seconds * rate) if pcm is None else pcm
     fmt = struct.pack("<HHIIHH", 1, 1, rate, rate * 2, 2, 16)
     body = b"WAVE" + b"fmt " + struct.pack("<I", 16) + fmt + b"data" + struct.pack("<I", len(pcm)) + pcm
     return b"RIFF" + struct.pack("<I", len(body)) + body
 
 
 class StandIn:
-    """Run with `with StandIn(...) as s:`; s.url is the HTTP base, s.ws_url the realtime websocket."""
+    """Run with `with StandIn(...) as s:`; s.url is the HTTP base, s.ws_url the realtime websocket.
+
+    Speech output comes from a standin_speech.Voice (seam_glitch: a click at join 1); audio_delay
+    sleeps before each audio chunk.
+    """
 
     def __init__(self, *, delay: float = 0.0, status: int | None = None, wrong: bool = False,
                  healthy: bool = True, transcript: str = "the quick brown fox jumps over the lazy dog",
-                 websocket: bool = False):
+                 websocket: bool = False, seam_glitch: bool = False, audio_delay: float = 0.0):
         self.delay, self.status, self.wrong, self.healthy = delay, status, wrong, healthy
         self.transcript, self.websocket = transcript, websocket
+        self.voice, self.audio_delay = Voice(seam_glitch), audio_delay
         self.requests: list[dict] = []  # what the lanes sent, for assertions
 
     # -- lifecycle
@@ -153,7 +160,7 @@ class StandIn:
         if self.wrong:
             return WRONG
         found = truths(audio)
-        return found[0] if found else self.transcript
+        return found[0] if found else (self.voice.heard(audio) or self.transcript)
 
     # -- websocket (OpenAI Realtime transcription subset)
     def _start_ws(self):
@@ -161,28 +168,34 @@ class StandIn:
 
         async def session(ws):
             await ws.send(json.dumps({"type": "session.created", "session": {"type": "transcription"}}))
-            received, sent = 0, 0
-            words = (WRONG if self.wrong else self.transcript).split()
+            received, sent, heard = 0, 0, bytearray()
+
+            def words():  # what the PCM so far says (fake espeak-ng clips carry their words), else the knob
+                return (WRONG if self.wrong else said_in(bytes(heard)) or self.transcript).split()
+
             async for raw in ws:
                 event = json.loads(raw)
                 kind = event.get("type")
                 if kind == "session.update":
                     await ws.send(json.dumps({"type": "session.updated", "session": event.get("session")}))
                 elif kind == "input_audio_buffer.append":
-                    received += len(base64.b64decode(event.get("audio", "")))
+                    heard += base64.b64decode(event.get("audio", ""))
+                    received = len(heard)
                     if self.delay:
                         await asyncio.sleep(self.delay / 10)
-                    if received >= 6400 * (sent + 1) and sent < len(words) - 1:  # a word per 200 ms heard
+                    said = words()
+                    if received >= 6400 * (sent + 1) and sent < len(said) - 1:  # a word per 200 ms heard
                         await ws.send(json.dumps({"type": "conversation.item.input_audio_transcription.delta",
-                                                  "item_id": "item_1", "delta": (" " if sent else "") + words[sent]}))
+                                                  "item_id": "item_1", "delta": (" " if sent else "") + said[sent]}))
                         sent += 1
                 elif kind == "input_audio_buffer.commit":
                     await ws.send(json.dumps({"type": "input_audio_buffer.committed", "item_id": "item_1"}))
-                    for i in range(sent, len(words)):
+                    said = words()
+                    for i in range(sent, len(said)):
                         await ws.send(json.dumps({"type": "conversation.item.input_audio_transcription.delta",
-                                                  "item_id": "item_1", "delta": (" " if i else "") + words[i]}))
+                                                  "item_id": "item_1", "delta": (" " if i else "") + said[i]}))
                     await ws.send(json.dumps({"type": "conversation.item.input_audio_transcription.completed",
-                                              "item_id": "item_1", "transcript": " ".join(words)}))
+                                              "item_id": "item_1", "transcript": " ".join(said)}))
 
         async def serve():
             from websockets.asyncio.server import serve as ws_serve
@@ -270,13 +283,16 @@ def _handler(server: StandIn):
                 return self._json(200, {"id": "c", "object": "chat.completion",
                                         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
 
+            speech = server.voice.speak(text, (len(text.split()) + 2) // 3, 0.4) if audio else []
+
             def events():
                 yield {"choices": [{"index": 0, "delta": {"role": "assistant"}}]}
                 for i, word in enumerate(text.split()):
                     yield {"choices": [{"index": 0, "delta": {"content": (" " if i else "") + word}}]}
                     if audio and i % 3 == 0:
+                        time.sleep(server.audio_delay)
                         yield {"choices": [{"index": 0, "delta": {"audio": {
-                            "id": "a", "data": base64.b64encode(wav_chunk(0.4)).decode()}}}]}
+                            "id": "a", "data": base64.b64encode(wav_chunk(0.4, pcm=speech[i // 3])).decode()}}}]}
                 yield {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
 
             self._sse(events())
@@ -303,6 +319,9 @@ def _handler(server: StandIn):
         def _speech(self, body: bytes):
             req = json.loads(body)
             server.requests.append(req)
+            if req.get("stream") and req.get("response_format") == "pcm":
+                return pcm_stream(self, [] if server.wrong else server.voice.speak(req.get("input", ""), 3, 0.5),
+                                  server.audio_delay)
             chunks = [] if server.wrong else [wav_chunk(0.5) for _ in range(3)]
             self._sse({"object": "audio.speech.chunk", "index": i,
                        "audio": {"data": base64.b64encode(c).decode(), "format": "wav", "sample_rate": 24000}}

@@ -74,6 +74,10 @@ def test_workflow_builds_the_site_strictly_and_requires_the_browser(workflow):
     assert any("chromium-driver" in line and "apt-get install" in line for line in lines)
     job = workflow["jobs"]["check"]
     assert job["env"]["DOSSIER_REQUIRE_BROWSER"]
+    # the ASR lanes refuse to score WER without espeak-ng: CI installs it and requires its test
+    assert any("espeak-ng" in line and "apt-get install" in line for line in lines) and job["env"]["DOSSIER_REQUIRE_ESPEAK"]
+    ci_run = (ROOT / ".ci/run").read_text(encoding="utf-8")
+    assert "espeak-ng" in ci_run and "DOSSIER_REQUIRE_ESPEAK=1" in ci_run
     assert "site" in [s.get("with", {}).get("path") for s in steps(job) if "upload-pages-artifact" in s.get("uses", "")]
 
 

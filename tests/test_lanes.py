@@ -78,8 +78,13 @@ def fake_transformers(tmp_path_factory) -> Path:
     return folder
 
 
+FAKE_BIN = Path(__file__).parent / "fake_bin"  # an espeak-ng that writes tones: fast and the same everywhere
+
+
 def lane_env(pythonpath: Path | None = None, **env: str) -> dict:
     out = dict(os.environ, **env)
+    if "PATH" not in env:
+        out["PATH"] = os.pathsep.join([str(FAKE_BIN), out.get("PATH", "")])
     if pythonpath is not None:
         out["PYTHONPATH"] = os.pathsep.join([str(pythonpath), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return out
@@ -93,7 +98,7 @@ def run_lane(lane_id: str, *extra: str, server: StandIn | None = None, timeout: 
         argv += ["--server-url", server.url]
         if server.ws_url and "websocket" in lane_id:
             argv += ["--ws-url", server.ws_url]
-    return subprocess.run(argv + list(extra), capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(argv + list(extra), capture_output=True, text=True, timeout=timeout, env=env or lane_env())
 
 
 @pytest.mark.parametrize("lane_id", list(BY_ID))

@@ -1,4 +1,4 @@
-"""Speech to send: WAV reading and writing, resampling, espeak-ng or a tone with a known transcript."""
+"""Speech to send: WAV reading and writing, resampling, espeak-ng synthesis, or a tone with a known transcript."""
 
 from __future__ import annotations
 
@@ -44,11 +44,20 @@ def wav_pcm(data: bytes) -> tuple[bytes, int]:
 
 
 def resample(pcm: bytes, rate: int, target: int) -> bytes:
-    """Linear-interpolation resample of 16-bit mono PCM (good enough for speech tests)."""
+    """Linear-interpolation resample of 16-bit mono PCM (good enough for speech tests); numpy when present."""
     if rate == target:
         return pcm
-    src = struct.unpack(f"<{len(pcm) // 2}h", pcm[: len(pcm) // 2 * 2])
-    n = int(len(src) * target / rate)
+    pcm = pcm[: len(pcm) // 2 * 2]
+    n = int(len(pcm) // 2 * target / rate)
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+    if np is not None and pcm:
+        src = np.frombuffer(pcm, "<i2").astype(np.float64)
+        out = np.interp(np.arange(n) * rate / target, np.arange(len(src)), src)
+        return np.trunc(out).astype("<i2").tobytes()
+    src = struct.unpack(f"<{len(pcm) // 2}h", pcm)
     out = []
     for i in range(n):
         x = i * rate / target
@@ -56,6 +65,10 @@ def resample(pcm: bytes, rate: int, target: int) -> bytes:
         a, b = src[min(j, len(src) - 1)], src[min(j + 1, len(src) - 1)]
         out.append(int(a + (b - a) * (x - j)))
     return struct.pack(f"<{n}h", *out)
+
+
+def silence(seconds: float, rate: int) -> bytes:
+    return b"\x00\x00" * int(seconds * rate)
 
 
 def tone_pcm(seconds: float = 2.0, rate: int = 16000) -> bytes:
@@ -70,14 +83,40 @@ def tone_pcm(seconds: float = 2.0, rate: int = 16000) -> bytes:
 
 @dataclass
 class Speech:
-    wav: bytes
+    wav: bytes  # the file's bytes: a WAV we wrote, or the user's file in its own format
     reference: str
     source: str  # "espeak-ng", "file" or "tone"
+    filename: str = "audio.wav"
+    mime: str = "audio/wav"
 
     @property
-    def seconds(self) -> float:
+    def seconds(self) -> float | None:
+        """Duration of a WAV; None for other formats (no decoder here)."""
+        if self.wav[:4] != b"RIFF":
+            return None
         pcm, rate = wav_pcm(self.wav)
         return len(pcm) / 2 / rate
+
+
+def synthesizer() -> str | None:
+    """The speech synthesizer on PATH: espeak-ng, else espeak, else None."""
+    from shutil import which
+
+    return next((tool for tool in ("espeak-ng", "espeak") if which(tool)), None)
+
+
+def synthesize(tool: str, text: str, rate: int = 16000) -> bytes:
+    """16-bit mono PCM at `rate` of `text` spoken by espeak(-ng); LaneError when it fails."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "s.wav")
+        res = subprocess.run([tool, "-v", "en-us", "-s", "150", "-w", out, text], capture_output=True)
+        if res.returncode != 0 or not os.path.exists(out):
+            detail = res.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise LaneError(f"{tool} could not synthesize {text[:40]!r}: "
+                            f"{detail[-1] if detail else f'exit {res.returncode}'}")
+        with open(out, "rb") as fh:
+            pcm, source_rate = wav_pcm(fh.read())
+    return resample(pcm, source_rate, rate)
 
 
 def speech(text: str, audio_file: str | None = None, reference: str | None = None) -> Speech:
@@ -89,15 +128,10 @@ def speech(text: str, audio_file: str | None = None, reference: str | None = Non
         except OSError as exc:
             raise LaneError(f"{audio_file}: {exc.strerror}") from None
         return Speech(data, reference or text, "file")
-    from shutil import which
-
-    for tool in ("espeak-ng", "espeak"):
-        if which(tool):
-            with tempfile.TemporaryDirectory() as tmp:
-                out = os.path.join(tmp, "s.wav")
-                res = subprocess.run([tool, "-v", "en-us", "-s", "150", "-w", out, text], capture_output=True)
-                if res.returncode == 0 and os.path.exists(out):
-                    with open(out, "rb") as fh:
-                        pcm, rate = wav_pcm(fh.read())
-                    return Speech(wav_bytes(resample(pcm, rate, 16000), 16000, text), text, tool)
+    tool = synthesizer()
+    if tool:
+        try:
+            return Speech(wav_bytes(synthesize(tool, text), 16000, text), text, tool)
+        except LaneError:
+            pass
     return Speech(wav_bytes(tone_pcm(), 16000, TONE_TRANSCRIPT), TONE_TRANSCRIPT, "tone")

@@ -76,11 +76,26 @@ def multipart(fields: dict, files: dict) -> tuple[bytes, str]:
     return b"".join(out), f"multipart/form-data; boundary={boundary}"
 
 
+TRANSCRIPTIONS = "/v1/audio/transcriptions"
+
+
+def transcribe(base: str, model: str, audio: bytes, timeout: float, filename: str = "audio.wav",
+               mime: str = "audio/wav", **fields):
+    """POST audio to an OpenAI-style transcription endpoint (multipart); the open response.
+
+    `base` is a server URL, or the endpoint's full URL.
+    """
+    url = base.rstrip("/")
+    url = url if url.endswith(TRANSCRIPTIONS) else url + TRANSCRIPTIONS
+    body, ctype = multipart({"model": model, "response_format": "json", **fields}, {"file": (filename, audio, mime)})
+    return http("POST", url, body, {"Content-Type": ctype}, timeout)
+
+
 def chat_stream(base: str, payload: dict, timeout: float) -> dict:
     """Stream a chat completion: text, time to first text token, audio chunks with arrival times."""
     start = time.perf_counter()
     body = json.dumps(dict(payload, stream=True)).encode()
-    text, ttft, audio, ttfa = [], None, [], None
+    text, ttft, audio, ttfa, audio_at = [], None, [], None, []
     with http("POST", base + "/v1/chat/completions", body, {"Content-Type": "application/json"}, timeout) as resp:
         for at, event in sse_events(resp):
             for choice in event.get("choices") or []:
@@ -91,7 +106,8 @@ def chat_stream(base: str, payload: dict, timeout: float) -> dict:
                 if isinstance(delta.get("audio"), dict) and delta["audio"].get("data"):
                     ttfa = ttfa if ttfa is not None else at - start
                     audio.append(delta["audio"]["data"])
-    return {"text": "".join(text), "ttft": ttft, "ttfa": ttfa, "audio_b64": audio,
+                    audio_at.append(at - start)
+    return {"text": "".join(text), "ttft": ttft, "ttfa": ttfa, "audio_b64": audio, "audio_at": audio_at,
             "latency": time.perf_counter() - start}
 
 

@@ -65,12 +65,23 @@ class Lane:
     def server_env(self, args) -> dict:
         return {}
 
+    def server_cwd(self, args) -> str | None:
+        """The folder --launch starts the server in (None: the current one)."""
+        return None
+
+    def validate(self, args) -> None:
+        """Reject contradictory options before anything runs (raise LaneError: one line, exit 2)."""
+
+    def plan(self, args) -> list[str]:
+        """Extra `key: value` lines for --dry-run (workload, placement, working folder)."""
+        return []
+
     def describe(self, args) -> list[str]:
         """The requests this lane would send, one line each (for --dry-run)."""
         return []
 
     def prepare(self, args, workdir: str) -> None:
-        """Generate media; runs once before warm-up."""
+        """Generate media; runs once, before --launch starts the server, so a missing tool fails fast."""
 
     def send(self, args, base: str, index: int) -> Sample:
         raise NotImplementedError

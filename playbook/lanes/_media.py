@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import base64
 import math
+import random
 import struct
 import threading
 import zlib
+from dataclasses import dataclass
 
 TRUTH_MARK = "LANE-TRUTH:"
 COLOURS = {
@@ -31,33 +33,68 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
 
-def shape_span(shape: str, y: int, size: int) -> tuple[int, int] | None:
-    """Columns [x0, x1) the shape covers on row y of a size x size canvas (centred)."""
-    c, r = size / 2, size * 0.3
+def shape_span(shape: str, y: int, size: int, place: tuple[float, float, float] = (0.5, 0.5, 0.3)) -> tuple[int, int] | None:
+    """Columns [x0, x1) the shape covers on row y of a size x size canvas.
+
+    `place` is (centre x, centre y, radius) as fractions of the side; the default is centred.
+    """
+    cx, cy, r = place[0] * size, place[1] * size, place[2] * size
     if shape == "square":
-        return (int(c - r), int(c + r)) if abs(y - c) <= r else None
+        return (int(cx - r), int(cx + r)) if abs(y - cy) <= r else None
     if shape == "circle":
-        dy = y - c
+        dy = y - cy
         if abs(dy) > r:
             return None
         dx = math.sqrt(r * r - dy * dy)
-        return int(c - dx), int(c + dx)
-    top, bottom = c - r, c + r  # triangle pointing up
+        return int(cx - dx), int(cx + dx)
+    top, bottom = cy - r, cy + r  # triangle pointing up
     if not top <= y <= bottom:
         return None
     half = (y - top) / (bottom - top) * r
-    return int(c - half), int(c + half)
+    return int(cx - half), int(cx + half)
 
 
-def png_image(shape: str, colour: str, size: int = 448) -> bytes:
-    """A white square PNG with one coloured shape; the truth rides in a tEXt chunk."""
-    white, ink = bytes((255, 255, 255)), bytes(COLOURS[colour])
+@dataclass
+class Look:
+    """How one generated picture differs from the next: placement, background tint, a pixel nonce.
+
+    The tint stays near white and the nonce lives in the top row's low bits, so what a
+    model (or the stand-in server) sees is unchanged, while every request's pixels, and so
+    its multimodal cache key, differ.
+    """
+
+    place: tuple[float, float, float] = (0.5, 0.5, 0.3)
+    background: tuple[int, int, int] = (255, 255, 255)
+    stamp: int | None = None
+
+    @classmethod
+    def draw(cls, rnd: random.Random, stamp: int, radius: tuple[float, float] = (0.2, 0.32)) -> Look:
+        """A random look; `radius` bounds the shape's half-side as a fraction of the canvas."""
+        r = rnd.uniform(*radius)
+        room = 0.5 - r - 0.02
+        place = (0.5 + rnd.uniform(-room, room), 0.5 + rnd.uniform(-room, room), r)
+        return cls(place, tuple(rnd.randint(244, 255) for _ in range(3)), stamp)
+
+    def stamp_row(self, row: bytearray, pixel: int = 3) -> None:
+        """Write the 32-bit stamp into the first 32 pixels' last channel (254 or 255)."""
+        if self.stamp is None:
+            return
+        for bit in range(min(32, len(row) // pixel)):
+            row[bit * pixel + pixel - 1] = 254 + ((self.stamp >> bit) & 1)
+
+
+def png_image(shape: str, colour: str, size: int = 448, look: Look | None = None) -> bytes:
+    """A light PNG with one coloured shape (centred on white by default); the truth rides in a tEXt chunk."""
+    look = look or Look()
+    white, ink = bytes(look.background), bytes(COLOURS[colour])
     rows = []
     for y in range(size):
         row = bytearray(white * size)
-        span = shape_span(shape, y, size)
+        span = shape_span(shape, y, size, look.place)
         if span:
             row[span[0] * 3:span[1] * 3] = ink * (span[1] - span[0])
+        if y == 0:
+            look.stamp_row(row)
         rows.append(b"\x00" + bytes(row))
     ihdr = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
     text = b"Comment\x00" + f"{TRUTH_MARK}{colour} {shape};".encode()
@@ -132,18 +169,29 @@ def avi_frames(data: bytes) -> list[bytes]:
     return out
 
 
-def moving_square_frames(colours: list[str], n: int, size: int = 224) -> list[bytes]:
-    """Bottom-up BGR frames of a square sliding left to right; colour changes per segment."""
-    side = size // 4
+def moving_square_frames(colours: list[str], n: int, size: int = 224, look: Look | None = None) -> list[bytes]:
+    """Bottom-up BGR frames of a square sliding across; colour changes per segment.
+
+    The default slides a size/4 square left to right through the middle on white; a `look`
+    (Look.draw) sets the square's side and row, the direction (its centre x left or right of
+    half-way), the background and the per-request pixel stamp.
+    """
+    look = look or Look(place=(0.5, 0.5, 0.125))
+    side = max(2, int(size * look.place[2] * 2))
+    top = min(max(int(look.place[1] * size - side / 2), 0), size - side)
+    leftwards = look.place[0] < 0.5 and look.stamp is not None
+    bg = bytes(reversed(look.background))
     out = []
     for i in range(n):
         colour = colours[min(i * len(colours) // n, len(colours) - 1)]
         r, g, b = COLOURS[colour]
-        x0 = int((size - side) * i / max(n - 1, 1))
-        row_bg = b"\xff\xff\xff" * size
-        row_sq = b"\xff\xff\xff" * x0 + bytes((b, g, r)) * side + b"\xff\xff\xff" * (size - side - x0)
-        top = (size - side) // 2
-        out.append(b"".join(row_sq if top <= y < top + side else row_bg for y in range(size)))
+        step = i / max(n - 1, 1)
+        x0 = int((size - side) * (1 - step if leftwards else step))
+        row_bg = bytearray(bg * size)
+        look.stamp_row(row_bg)
+        row_sq = bg * x0 + bytes((b, g, r)) * side + bg * (size - side - x0)
+        rows = [row_sq if top <= y < top + side else (bytes(row_bg) if y == 0 else bg * size) for y in range(size)]
+        out.append(b"".join(rows))
     return out
 
 

@@ -12,11 +12,15 @@ from dataclasses import asdict
 
 from _lane import Sample
 
+# Per-request latencies --compare spreads over p50/p90/p99: (name, label, where a sample keeps it).
+LATENCIES = [("latency", "latency", None), ("ttft", "TTFT", None), ("ttfa", "TTFA", None),
+             ("final_after_commit", "final after commit", "final_after_commit_s")]
+QUANTILES = (0.5, 0.9, 0.99)
+# Run-level numbers --compare shows once each: (summary key, label, +1 when higher is better).
 COMPARE_ROWS = [
-    ("latency_p50_s", "latency p50 (s)", -1), ("latency_p90_s", "latency p90 (s)", -1),
-    ("ttft_p50_s", "TTFT p50 (s)", -1), ("ttft_p90_s", "TTFT p90 (s)", -1),
-    ("ttfa_p50_s", "TTFA p50 (s)", -1), ("ttfa_p90_s", "TTFA p90 (s)", -1),
     ("req_per_s", "throughput (req/s)", 1), ("rtf_mean", "RTF (mean)", -1), ("wer", "WER", -1),
+    ("speech_wer", "speech WER (ASR of the audio)", -1), ("seam_worst", "seam score (worst join)", -1),
+    ("stalls", "playback stalls", -1),
 ]
 
 
@@ -35,13 +39,14 @@ def summarize(samples: list[Sample], wall: float, wer: float | None = None) -> d
         "requests": len(samples),
         "wall_s": round(wall, 4),
         "req_per_s": round(len(samples) / wall, 4) if wall > 0 else None,
-        "latency_p50_s": pct(lat, 0.5), "latency_p90_s": pct(lat, 0.9), "latency_p99_s": pct(lat, 0.99),
-        "latency_mean_s": statistics.fmean(lat) if lat else None,
+        "latency_p10_s": pct(lat, 0.1), "latency_p50_s": pct(lat, 0.5), "latency_p90_s": pct(lat, 0.9),
+        "latency_p99_s": pct(lat, 0.99), "latency_mean_s": statistics.fmean(lat) if lat else None,
     }
     for key in ("ttft", "ttfa"):
         vals = [getattr(s, key) for s in samples if getattr(s, key) is not None]
         if vals:
-            out[f"{key}_p50_s"], out[f"{key}_p90_s"] = pct(vals, 0.5), pct(vals, 0.9)
+            for q in (0.1, 0.5, 0.9, 0.99):
+                out[f"{key}_p{round(q * 100)}_s"] = pct(vals, q)
     rtfs = [s.latency / s.audio_seconds for s in samples if s.audio_seconds]
     if rtfs:
         out["rtf_mean"] = statistics.fmean(rtfs)
@@ -76,20 +81,53 @@ def write_result(args, lane, status: str, summary: dict, samples: list[Sample], 
     os.replace(tmp, args.output)
 
 
+def _latencies(run: dict, name: str, extra_key: str | None) -> list[float]:
+    """One latency of every sample of a result ([] when the run has none)."""
+    samples = run.get("samples") or []
+    vals = [(s.get("extra") or {}).get(extra_key) if extra_key else s.get(name) for s in samples]
+    return [v for v in vals if isinstance(v, (int, float))]
+
+
+def _row(label: str, before: float, after: float, better: int, noise: bool) -> str:
+    delta = after - before
+    change = f"{delta / before * 100:+.1f}%" if before else "n/a"
+    if abs(delta) < 1e-12:
+        verdict = ""
+    elif noise:
+        verdict = " within noise"
+    else:
+        verdict = " better" if delta * better > 0 else " worse"
+    return f"| {label} | {before:.4g} | {after:.4g} | {delta:+.4g} | {change}{verdict} |"
+
+
 def compare_table(before: dict, after: dict) -> str:
-    """Markdown before/after table for a PR description; only metrics both runs have."""
+    """Markdown before/after table for a PR description; only metrics both runs have.
+
+    Each latency shows p50, p90 and p99. When the two runs' p10-p90 spreads overlap, its
+    changes are marked "within noise" and a note under the table gives both spreads.
+    """
     b, a = before.get("summary", {}), after.get("summary", {})
     lines = [f"Lane `{after.get('lane', '?')}` ({after.get('model', '?')}), "
              f"{after.get('config', {}).get('requests', '?')} requests at concurrency "
              f"{after.get('config', {}).get('concurrency', '?')}", "",
              "| metric | before | after | delta | change |", "|---|---:|---:|---:|---:|"]
-    for key, label, better in COMPARE_ROWS:
-        if b.get(key) is None or a.get(key) is None:
+    notes = []
+    for name, label, extra_key in LATENCIES:
+        xs, ys = _latencies(before, name, extra_key), _latencies(after, name, extra_key)
+        if not xs or not ys:
             continue
-        delta = a[key] - b[key]
-        change = f"{delta / b[key] * 100:+.1f}%" if b[key] else "n/a"
-        verdict = "" if abs(delta) < 1e-12 else (" better" if delta * better > 0 else " worse")
-        lines.append(f"| {label} | {b[key]:.4g} | {a[key]:.4g} | {delta:+.4g} | {change}{verdict} |")
+        spread_b, spread_a = (pct(xs, 0.1), pct(xs, 0.9)), (pct(ys, 0.1), pct(ys, 0.9))
+        noise = spread_b[0] <= spread_a[1] and spread_a[0] <= spread_b[1]
+        for q in QUANTILES:
+            lines.append(_row(f"{label} p{round(q * 100)} (s)", pct(xs, q), pct(ys, q), -1, noise))
+        if noise:
+            notes.append(f"{label}: the p10-p90 spreads overlap (before {spread_b[0]:.4g}-{spread_b[1]:.4g} s, "
+                         f"after {spread_a[0]:.4g}-{spread_a[1]:.4g} s): the difference is within noise.")
+    for key, label, better in COMPARE_ROWS:
+        if isinstance(b.get(key), (int, float)) and isinstance(a.get(key), (int, float)):
+            lines.append(_row(label, b[key], a[key], better, False))
+    if notes:
+        lines += [""] + [f"Note: {n}" for n in notes]
     for name, run in (("before", before), ("after", after)):
         lines.append(f"\n{name}: status {run.get('status', '?')}, check: {run.get('check', {}).get('message', '')}")
     return "\n".join(lines)

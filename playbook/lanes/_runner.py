@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from _lane import Lane, LaneError, LaneSkip, Sample
 from _results import compare_table, print_table, summarize, write_result
 from _server import Launched, wait_healthy
+from _workload import add_arguments as add_workload_arguments
+from _workload import describe as describe_workload
 
 EXIT_FAIL, EXIT_ERROR = 1, 2
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a process killed by SIGPIPE (128 + 13)
@@ -41,6 +43,7 @@ def build_parser(lane: Lane) -> argparse.ArgumentParser:
     p.add_argument("--lane-id", help="Registry id to label the result with (default: derived from the flags).")
     p.add_argument("--served-name", default=None, help="Model name sent in requests (default: the lane's).")
     p.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="Print the before/after table of two results.")
+    add_workload_arguments(p)
     lane.add_arguments(p)
     return p
 
@@ -86,6 +89,9 @@ def _dry_run(lane: Lane, args, argv_server: list[str], env: dict) -> int:
     _say(f"lane: {lane.name} ({lane.repo})")
     _say("server: " + " ".join(f"{k}={v}" for k, v in env.items()) + (" " if env else "") + shlex.join(argv_server))
     _say(f"load: {args.requests} requests, concurrency {args.concurrency}, warmup {args.warmup}")
+    _say(f"media: {describe_workload(args)}")
+    for line in lane.plan(args):
+        _say(line)
     for line in lane.describe(args):
         _say("request: " + line)
     return 0
@@ -96,12 +102,13 @@ def _measure(lane: Lane, args, argv_server: list[str], env: dict) -> int:
     server = None
     workdir = tempfile.mkdtemp(prefix=f"lane-{lane.name}-")
     try:
+        lane.prepare(args, workdir)  # before the launch: a missing tool should not cost a model load
         if args.launch:
             _say("launching: " + shlex.join(argv_server))
-            server = Launched(argv_server, env, base, args.health_timeout, args.log_dir or workdir)
+            server = Launched(argv_server, env, base, args.health_timeout, args.log_dir or workdir,
+                              lane.server_cwd(args))
         else:
             wait_healthy(base, min(args.health_timeout, 30))
-        lane.prepare(args, workdir)
         samples, wall = run_requests(lane, args, base)
     except LaneSkip as exc:
         _say(f"lane {lane.name}: SKIPPED - {exc}")
@@ -113,7 +120,11 @@ def _measure(lane: Lane, args, argv_server: list[str], env: dict) -> int:
         lane.close()
         if server:
             server.stop()
-    passed, message, extra = lane.check(args, samples)
+    try:
+        passed, message, extra = lane.check(args, samples)
+    except LaneError as exc:  # a check that asks another server (omni-speech's --asr-url) can fail too
+        write_result(args, lane, "error", {}, samples, str(exc))
+        return _fail(lane, str(exc), EXIT_ERROR)
     summary = summarize(samples, wall, extra.pop("wer", None))
     summary.update(extra)
     status = "pass" if passed else "fail"
@@ -129,6 +140,10 @@ def _main(lane: Lane, argv: list[str] | None) -> int:
         return _compare(lane, args.compare)
     if args.requests < 1 or args.concurrency < 1 or args.warmup < 0:
         return _fail(lane, "--requests and --concurrency must be >= 1, --warmup >= 0", EXIT_ERROR)
+    try:
+        lane.validate(args)
+    except LaneError as exc:
+        return _fail(lane, str(exc), EXIT_ERROR)
     argv_server, env = launch_argv(lane, args), lane.server_env(args)
     if args.dry_run:
         return _dry_run(lane, args, argv_server, env)

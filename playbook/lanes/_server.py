@@ -32,13 +32,13 @@ def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None,
 class Launched:
     """A server we started: its own process group, output in a log file, stopped on exit."""
 
-    def __init__(self, argv: list[str], env: dict, url: str, timeout: float, log_dir: str):
+    def __init__(self, argv: list[str], env: dict, url: str, timeout: float, log_dir: str, cwd: str | None = None):
         os.makedirs(log_dir, exist_ok=True)
         self.log = os.path.join(log_dir, "server.log")
         self._fh = open(self.log, "wb")
         try:
             self.proc = subprocess.Popen(argv, env={**os.environ, **env}, stdout=self._fh,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+                                         stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd)
         except OSError as exc:
             self._fh.close()
             raise LaneError(f"cannot start server {argv[0]!r}: {exc.strerror}") from None

@@ -24,7 +24,7 @@ class AsrOfflineLane(AsrLane):
                 f"{self.describe_audio(args)}; WER must be <= {args.max_wer}"]
 
     def send(self, args, base, index):
-        clip = self.clip(index)
+        clip = self.clip(args, index)
         start = time.perf_counter()
         with self.transcribe(args, base, clip) as resp:
             raw = resp.read()

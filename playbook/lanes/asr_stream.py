@@ -24,7 +24,7 @@ class AsrStreamLane(AsrLane):
                 f"{self.describe_audio(args)}; WER must be <= {args.max_wer}"]
 
     def send(self, args, base, index):
-        clip = self.clip(index)
+        clip = self.clip(args, index)
         start, ttft, parts = time.perf_counter(), None, []
         with self.transcribe(args, base, clip, stream="true") as resp:
             if "text/event-stream" not in resp.headers.get("Content-Type", ""):

@@ -52,12 +52,15 @@ class AsrWebsocketLane(AsrLane):
         except ImportError:
             raise LaneError("this lane needs the websockets package (pip install 'websockets>=12')") from None
         super().prepare(args, workdir)
+        other = [f.name for f in getattr(self, "files", []) if f.mime != "audio/wav"] if args.media_dir else []
+        if other:  # the realtime protocol carries PCM, and only a WAV decodes to PCM without ffmpeg
+            raise LaneError(f"the websocket lane streams PCM: --media-dir needs .wav files, not {other[0]}")
 
     def send(self, args, base, index):
         from websockets.exceptions import WebSocketException
         from websockets.sync.client import connect
 
-        clip = self.clip(index)
+        clip = self.clip(args, index)
         pcm, rate = wav_pcm(clip.wav)
         pcm = resample(pcm, rate, RATE)
         step = RATE * 2 * args.chunk_ms // 1000

@@ -16,10 +16,11 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _audio import speech, wav_pcm  # noqa: E402
 from _client import ask  # noqa: E402
-from _lane import Lane, Sample, comma_choices  # noqa: E402
-from _media import COLOURS, avi_video, data_url, moving_square_frames  # noqa: E402
+from _lane import Lane, LaneError, Sample, comma_choices  # noqa: E402
+from _media import COLOURS, Look, avi_video, data_url, moving_square_frames  # noqa: E402
 from _runner import main  # noqa: E402
 from _scoring import names  # noqa: E402
+from _workload import nonce, rng, slot  # noqa: E402
 
 QUESTION = "What colour is the square in the video?"
 MODES = ("audio+video", "audio-in-video")
@@ -41,6 +42,10 @@ class OmniAVLane(Lane):
     def _modes(self, args):
         return comma_choices(self, "--inputs", args.inputs, MODES)
 
+    def validate(self, args):
+        if args.media_dir:
+            raise LaneError("omni-audio-video checks the colour of its own generated clips; --media-dir does not apply")
+
     def server_command(self, args):
         cmd = super().server_command(args)
         return cmd + (["--tp", str(args.tp)] if args.tp > 1 else [])
@@ -59,12 +64,13 @@ class OmniAVLane(Lane):
         self.voice = speech(QUESTION, args.audio_file)
         self.cache, self.lock = {}, threading.Lock()
 
-    def _media(self, args, colour, mode):
+    def _media(self, args, index, colour, mode):
         with self.lock:
-            key = (colour, mode)
-            if key not in self.cache:
+            key = (slot(args, index), mode)
+            if key not in self.cache:  # each request's clip differs (see _workload), unless --repeat-media
                 pcm, rate = wav_pcm(self.voice.wav)
-                frames = moving_square_frames([colour], args.frames)
+                look = Look.draw(rng(args, index, "look"), nonce(args, index), radius=(0.09, 0.16))
+                frames = moving_square_frames([colour], args.frames, 224, look)
                 video = avi_video(frames, 224, 224, 2, f"{colour} square",
                                   audio=pcm if mode == "audio-in-video" else None, audio_rate=rate)
                 self.cache[key] = data_url("video/avi", video)
@@ -73,8 +79,8 @@ class OmniAVLane(Lane):
     def send(self, args, base, index):
         modes = self._modes(args)
         mode = modes[index % len(modes)]
-        colour = list(COLOURS)[index % len(COLOURS)]
-        parts = [{"type": "video_url", "video_url": {"url": self._media(args, colour, mode)}}]
+        colour = rng(args, index, "video").choice(list(COLOURS))
+        parts = [{"type": "video_url", "video_url": {"url": self._media(args, index, colour, mode)}}]
         if mode == "audio+video":
             parts.append({"type": "audio_url", "audio_url": {"url": data_url("audio/wav", self.voice.wav)}})
         parts.append({"type": "text", "text": self._text()})

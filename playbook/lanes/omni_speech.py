@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""sglang-omni Qwen3-Omni speech output lane: time to first audio (TTFA) and real-time factor (RTF).
+"""sglang-omni Qwen3-Omni speech output lane: first audio per chunk, RTF, speech WER and seam continuity.
 
-Asks the thinker+talker pipeline to say a known sentence with modalities
-["text", "audio"] on /v1/chat/completions (or streams /v1/audio/speech with
---endpoint speech), timing the first audio chunk and the whole reply. RTF is
-wall time over seconds of audio produced. Checks the text matches the sentence
-(WER) and that audio came back.
+Asks the thinker+talker pipeline to say a sentence with modalities ["text", "audio"] on
+/v1/chat/completions (or streams raw PCM from /v1/audio/speech with --endpoint speech).
+Each request gets a generated sentence of its own (_sentences), so the radix cache cannot
+answer. Per request it records when every audio chunk arrived (first-audio latency,
+playback stalls), scores continuity at each chunk join (_seams), and, with --asr-url, sends
+the joined audio to a Qwen3-ASR transcription server and scores speech WER against the text
+the talker was given. RTF is wall time over seconds of audio produced.
+
+--launch starts the server from the sglang-omni checkout named by --omni-root (or
+SGLANG_OMNI_ROOT), with a placement for --gpus 1, 2 or 3 (see PLACEMENTS).
 """
 
 from __future__ import annotations
@@ -14,30 +19,53 @@ import base64
 import json
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _audio import wav_pcm  # noqa: E402
-from _client import ask, http, sse_events  # noqa: E402
+from _audio import wav_bytes, wav_pcm  # noqa: E402
+from _client import ask, http, sse_events, transcribe  # noqa: E402
 from _lane import Lane, LaneError, Sample  # noqa: E402
+from _results import pct  # noqa: E402
 from _runner import main  # noqa: E402
 from _scoring import word_error_rate  # noqa: E402
+from _seams import Chunk, stream_report  # noqa: E402
+from _sentences import sentence  # noqa: E402
+from _workload import slot  # noqa: E402
 
-SENTENCE = "Hello from the speech validation lane, one two three."
+LAUNCHER = "examples/run_qwen3_omni_speech_server.py"
+COLOCATED_CONFIG = "examples/configs/qwen3_omni_colocated_h200.yaml"
+DEFAULT_RATE = 24000  # sglang_omni/client/audio.py DEFAULT_SAMPLE_RATE: chat audio chunks carry no rate
+# Placements by GPU count, from sglang-omni at c631dc9 (facts, cited):
+# 1: docs/basic_usage/qwen3_omni.md runs speech on one GPU with `sgl-omni serve --config
+#    examples/configs/qwen3_omni_colocated_h200.yaml --colocate` (the example launcher's --colocated
+#    takes no memory budgets; the config file holds them).
+# 2: tests/test_model/conftest.py fixture qwen3_omni_talker_server_tp2, the CI layout
+#    (.github/scripts/ci_env.sh: CUDA_VISIBLE_DEVICES=0,1): thinker TP=2 on 0,1, talker and
+#    code2wav on 1, thinker/talker mem_fraction_static 0.55/0.20.
+# 3: the launcher docstring's pattern (thinker TP over N cards, talker + code2wav on the next one).
+PLACEMENTS = {
+    1: ("sgl-omni serve, every stage colocated on GPU 0 (H200 memory budgets)",
+        ["--config", COLOCATED_CONFIG, "--colocate"]),
+    2: ("thinker TP=2 on GPUs 0,1; talker and code2wav on GPU 1 (sglang-omni CI's two-GPU layout)",
+        ["--thinker-tp-size", "2", "--gpu-thinker-tp", "0,1", "--gpu-talker", "1", "--gpu-code2wav", "1",
+         "--thinker-mem-fraction-static", "0.55", "--talker-mem-fraction-static", "0.20"]),
+    3: ("thinker TP=2 on GPUs 0,1; talker and code2wav on GPU 2",
+        ["--thinker-tp-size", "2", "--gpu-thinker-tp", "0,1", "--gpu-talker", "2", "--gpu-code2wav", "2"]),
+}
 
 
-def audio_seconds(chunk: bytes, fmt: str, rate: int) -> float:
-    """Seconds in one audio chunk: a WAV file per chunk, else raw 16-bit PCM at `rate`."""
+def decode_chunk(chunk: bytes, rate: int) -> tuple[bytes, int]:
+    """(16-bit PCM, rate) of one audio chunk: a WAV file per chunk, else raw 16-bit PCM at `rate`."""
     if chunk[:4] == b"RIFF":
-        pcm, r = wav_pcm(chunk)
-        return len(pcm) / 2 / r
-    if fmt in ("pcm", "pcm16", "") and rate:
-        return len(chunk) / 2 / rate
-    raise LaneError(f"cannot measure audio chunk in format {fmt!r}; use a wav or pcm response format")
+        return wav_pcm(chunk)
+    if not rate:
+        raise LaneError("audio chunk is neither WAV nor PCM of a known rate; use a wav or pcm audio format")
+    return chunk[: len(chunk) // 2 * 2], rate
 
 
 class OmniSpeechLane(Lane):
-    """sglang-omni Qwen3-Omni speech output (TTFA, RTF)."""
+    """sglang-omni Qwen3-Omni speech output (first audio per chunk, RTF, speech WER, seams)."""
 
     name = "omni-speech"
     repo = "sglang-omni"
@@ -47,51 +75,155 @@ class OmniSpeechLane(Lane):
 
     def add_arguments(self, p):
         p.add_argument("--endpoint", choices=("chat", "speech"), default="chat",
-                       help="chat: /v1/chat/completions with audio output; speech: /v1/audio/speech stream=true.")
-        p.add_argument("--sentence", default=SENTENCE)
+                       help="chat: /v1/chat/completions with audio output; speech: /v1/audio/speech stream=true (PCM).")
+        p.add_argument("--sentence", default=None, help="Say this every request (default: a generated one each).")
+        p.add_argument("--gpus", type=int, choices=sorted(PLACEMENTS), default=2,
+                       help="GPUs --launch places the stages on (default: 2, sglang-omni CI's layout).")
+        p.add_argument("--omni-root", default=os.environ.get("SGLANG_OMNI_ROOT"),
+                       help="sglang-omni checkout --launch runs from (default: $SGLANG_OMNI_ROOT).")
+        p.add_argument("--asr-url", help="Qwen3-ASR server (or its /v1/audio/transcriptions URL) for speech WER.")
+        p.add_argument("--asr-model", default="qwen3-asr", help="Model name sent to --asr-url.")
         p.add_argument("--max-wer", type=float, default=0.5, help="Text-vs-sentence WER limit (chat endpoint).")
+        p.add_argument("--max-speech-wer", type=float, default=0.3, help="Speech WER limit (with --asr-url).")
+        p.add_argument("--max-seam", type=float, default=4.0,
+                       help="Fail when a chunk join's seam score is above this (at most about 1 when continuous).")
         p.add_argument("--min-audio", type=float, default=0.5, help="Fail when a reply has less audio (s).")
         p.set_defaults(max_tokens=128)
 
+    def validate(self, args):
+        if args.media_dir:
+            raise LaneError("omni-speech generates its sentences; --media-dir does not apply")
+        if args.launch and not args.server_cmd:
+            root = args.omni_root
+            if not root:
+                raise LaneError("--launch needs --omni-root DIR (an sglang-omni checkout) or SGLANG_OMNI_ROOT")
+            if not os.path.isfile(os.path.join(root, LAUNCHER)):
+                raise LaneError(f"--omni-root {root} is not an sglang-omni checkout: no {LAUNCHER}")
+
     def server_command(self, args):
-        # Speech mode is the multi-GPU example launcher, run from an sglang-omni checkout.
-        return ["python", "examples/run_qwen3_omni_speech_server.py", "--model-path", args.model,
-                "--port", str(args.port), "--model-name", self.served(args)]
+        common = ["--model-path", args.model, "--port", str(args.port), "--model-name", self.served(args)]
+        if args.gpus == 1:
+            return ["sgl-omni", "serve", *common, *PLACEMENTS[1][1]]
+        return ["python", LAUNCHER, *common, *PLACEMENTS[args.gpus][1]]
+
+    def server_cwd(self, args):
+        return os.path.abspath(args.omni_root) if args.omni_root else None
+
+    def plan(self, args):
+        where = self.server_cwd(args) or "(an sglang-omni checkout: pass --omni-root DIR or set SGLANG_OMNI_ROOT)"
+        asr = (f"speech WER via {args.asr_url} (model {args.asr_model}) <= {args.max_speech_wer}" if args.asr_url
+               else "speech WER not measured (pass --asr-url of a Qwen3-ASR server)")
+        return [f"cwd: {where}", f"placement: {args.gpus} GPU(s): {PLACEMENTS[args.gpus][0]}",
+                f"quality: {asr}; seam score <= {args.max_seam} at every chunk join"]
+
+    def _sentence(self, args, index):
+        return args.sentence or sentence(args.seed, slot(args, index)).capitalize() + "."
 
     def describe(self, args):
+        said = repr(args.sentence) if args.sentence else "a generated sentence per request, e.g. " + repr(
+            self._sentence(args, 0))
         if args.endpoint == "speech":
-            return [f"POST /v1/audio/speech stream=true response_format=wav: input {args.sentence!r}; "
-                    "SSE audio.speech.chunk events"]
+            return [f"POST /v1/audio/speech stream=true response_format=pcm: input {said}; raw PCM chunks"]
         return [f"POST /v1/chat/completions stream=true modalities=[text, audio] audio.format=wav: "
-                f"'Repeat exactly: {args.sentence}'; text WER <= {args.max_wer}, audio >= {args.min_audio}s"]
+                f"'Repeat exactly: ...' with {said}; text WER <= {args.max_wer}, audio >= {args.min_audio}s"]
+
+    def prepare(self, args, workdir):
+        self.streams: dict[int, tuple[list[Chunk], str]] = {}  # request index -> (chunks, text the talker got)
+        self.lock = threading.Lock()
 
     def send(self, args, base, index):
+        said = self._sentence(args, index)
         if args.endpoint == "speech":
-            return self._speech(args, base)
-        res = ask(base, self.served(args), f"Repeat exactly this sentence and nothing else: {args.sentence}", args,
-                  modalities=["text", "audio"], audio={"format": "wav"})
-        seconds = sum(audio_seconds(base64.b64decode(c), "wav", 0) for c in res["audio_b64"])
-        wer = word_error_rate(args.sentence, res["text"])
+            chunks, latency = self._speech(args, base, said)
+            text, ttft, spoken = "", None, said
+        else:
+            res = ask(base, self.served(args), f"Repeat exactly this sentence and nothing else: {said}", args,
+                      modalities=["text", "audio"], audio={"format": "wav"})
+            chunks = [Chunk(at, *decode_chunk(base64.b64decode(c), DEFAULT_RATE))
+                      for at, c in zip(res["audio_at"], res["audio_b64"])]
+            if len(chunks) > 2 and chunks[-1].pcm == b"".join(c.pcm for c in chunks[:-1]):
+                chunks.pop()  # a final aggregate of the streamed audio (non-streaming fallback), not new audio
+            text, ttft, latency, spoken = res["text"], res["ttft"], res["latency"], res["text"] or said
+        if len({c.rate for c in chunks}) > 1:
+            raise LaneError(f"audio chunks changed sample rate mid-stream: {sorted({c.rate for c in chunks})}")
+        with self.lock:
+            self.streams[index] = (chunks, spoken)
+        seconds = sum(c.seconds for c in chunks)
+        wer = word_error_rate(said, text) if args.endpoint == "chat" else 0.0
         ok = wer <= args.max_wer and seconds >= args.min_audio
-        return Sample(res["latency"], res["text"], ttft=res["ttft"], ttfa=res["ttfa"], audio_seconds=seconds or None,
+        return Sample(latency, text, ttft=ttft, ttfa=chunks[0].at if chunks else None, audio_seconds=seconds or None,
                       ok=ok, detail="" if ok else f"text WER {wer:.2f}, {seconds:.2f}s of audio",
-                      extra={"audio_chunks": len(res["audio_b64"])})
+                      extra={"sentence": said, "audio_chunks": len(chunks)})
 
-    def _speech(self, args, base):
-        body = json.dumps({"model": self.served(args), "input": args.sentence, "voice": "default",
-                           "response_format": "wav", "stream": True}).encode()
-        start, ttfa, seconds, chunks = time.perf_counter(), None, 0.0, 0
+    def _speech(self, args, base, said):
+        """Stream /v1/audio/speech: raw PCM (X-Sample-Rate header), or SSE audio events from older servers."""
+        body = json.dumps({"model": self.served(args), "input": said, "voice": "default",
+                           "response_format": "pcm", "stream": True}).encode()
+        start, chunks = time.perf_counter(), []
         with http("POST", base + "/v1/audio/speech", body, {"Content-Type": "application/json"}, args.timeout) as resp:
-            for at, event in sse_events(resp):
-                audio = event.get("audio") or {}
-                if audio.get("data"):
-                    ttfa = ttfa if ttfa is not None else at - start
-                    seconds += audio_seconds(base64.b64decode(audio["data"]), audio.get("format", ""),
-                                             audio.get("sample_rate") or 0)
-                    chunks += 1
-        ok = seconds >= args.min_audio
-        return Sample(time.perf_counter() - start, "", ttfa=ttfa, audio_seconds=seconds or None, ok=ok,
-                      detail="" if ok else f"{seconds:.2f}s of audio", extra={"audio_chunks": chunks})
+            if "text/event-stream" in resp.headers.get("Content-Type", ""):
+                for at, event in sse_events(resp):
+                    audio = event.get("audio") or {}
+                    if audio.get("data"):
+                        chunks.append(Chunk(at - start, *decode_chunk(base64.b64decode(audio["data"]),
+                                                                      audio.get("sample_rate") or DEFAULT_RATE)))
+            else:
+                rate, carry = int(resp.headers.get("X-Sample-Rate") or DEFAULT_RATE), b""
+                while piece := resp.read1(1 << 16):  # one read per HTTP chunk as it arrives
+                    data, carry = carry + piece, b""
+                    if len(data) % 2:
+                        data, carry = data[:-1], data[-1:]
+                    chunks.append(Chunk(time.perf_counter() - start, data, rate))
+        return chunks, time.perf_counter() - start
+
+    def check(self, args, samples):
+        ok, message, extra = super().check(args, samples)
+        measured = sorted(i for i in self.streams if i >= 0)
+        reports = [stream_report(self.streams[i][0]) for i in measured]
+        for sample, report in zip(samples, reports):
+            sample.extra.update(report)
+        seams = [(r["seam_worst"], i, r["seam_worst_join"]) for i, r in zip(measured, reports) if r["joins"]]
+        extra["stalls"] = sum(r["stalls"] for r in reports)
+        gaps = [b - a for r in reports for a, b in zip(r["chunk_at_s"], r["chunk_at_s"][1:])]
+        if gaps:  # time between audio chunks: what a player must bridge after the first one
+            extra["chunk_gap_p50_s"], extra["chunk_gap_p90_s"] = round(pct(gaps, 0.5), 4), round(pct(gaps, 0.9), 4)
+        if seams:
+            worst = max(seams)
+            extra["seam_worst"] = worst[0]
+            if ok and worst[0] > args.max_seam:
+                ok, message = False, (f"seam score {worst[0]:.1f} above --max-seam {args.max_seam} at join "
+                                      f"{worst[2]} of request {worst[1]}: a discontinuity between audio chunks")
+        if args.asr_url:
+            speech_wer, worst = self._speech_wer(args, measured)
+            extra["speech_wer"] = round(speech_wer, 4)
+            if ok and speech_wer > args.max_speech_wer:
+                ok, message = False, (f"speech WER {speech_wer:.3f} above --max-speech-wer {args.max_speech_wer}: "
+                                      f"the audio of {worst[0]!r} was heard as {worst[1]!r}")
+        if ok:
+            message += (f"; worst seam {extra.get('seam_worst', 'n/a')}"
+                        + (f", speech WER {extra['speech_wer']:.3f}" if args.asr_url else ", speech WER not measured"))
+        return ok, message, extra
+
+    def _speech_wer(self, args, measured):
+        """Corpus WER of the ASR transcripts of every reply's joined audio; (wer, (worst reference, heard))."""
+        refs, hyps = [], []
+        for i in measured:
+            chunks, spoken = self.streams[i]
+            if not chunks:
+                continue
+            pcm = b"".join(c.pcm for c in chunks)
+            with transcribe(args.asr_url, args.asr_model, wav_bytes(pcm, chunks[0].rate), args.timeout) as resp:
+                raw = resp.read()
+            try:
+                heard = json.loads(raw)["text"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise LaneError(f"--asr-url reply has no 'text': {raw[:120]!r}") from None
+            refs.append(spoken)
+            hyps.append(heard)
+        if not refs:
+            return 1.0, ("(no audio)", "")
+        worst = max(zip(refs, hyps), key=lambda rh: word_error_rate(*rh))
+        return word_error_rate(" ".join(refs), " ".join(hyps)), worst
 
     def passed(self, args, samples):
         return f"all {len(samples)} replies carried audio (>= {args.min_audio}s) and the sentence"

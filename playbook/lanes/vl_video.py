@@ -4,8 +4,11 @@
 Writes an uncompressed AVI of a coloured square sliding across the frame (no ffmpeg
 needed), sends it in each requested input style, and checks the answer names the
 square's colour (with --long the square changes colour half-way and both colours
-must be named). Measures latency, TTFT and req/s; --long repeats the same video so
-the multimodal embedding cache is exercised.
+must be named). Every request's clip differs (colour, size, row, direction, tint, a
+pixel stamp; see _workload) so the multimodal cache cannot answer; --repeat-media sends
+one clip, --media-dir your own videos (path, url and data-url styles). Measures
+latency, TTFT and req/s; --long repeats the same video so the multimodal embedding
+cache is exercised.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _client import ask, http, sse_events  # noqa: E402
 from _lane import Lane, LaneError, LaneSkip, Sample, comma_choices  # noqa: E402
-from _media import COLOURS, FileServer, avi_frames, avi_video, data_url, moving_square_frames  # noqa: E402
+from _media import COLOURS, FileServer, Look, avi_frames, avi_video, data_url, moving_square_frames  # noqa: E402
 from _runner import main  # noqa: E402
 from _scoring import names  # noqa: E402
+from _workload import media_files, nonce, pick, rng, slot  # noqa: E402
 
 MODES = ("path", "url", "data-url", "processor")
 
@@ -53,24 +57,34 @@ class VideoLane(Lane):
             cmd += ["--chunked-prefill-size", str(args.chunked_prefill_size), "--keep-mm-feature-on-device"]
         return cmd
 
+    def validate(self, args):
+        if args.media_dir and "processor" in self._modes(args):
+            raise LaneError("--video-input processor decodes the lane's own AVI clips; drop --media-dir for it")
+
+    def _slot(self, args, index):
+        return 0 if args.long else slot(args, index)  # --long: same video every time, for the cache
+
     def _colours(self, args, index):
-        names_ = list(COLOURS)
-        if args.long:  # same video every time: the point is the cache and chunked prefill
+        if args.long:
             return ["red", "blue"]
-        return [names_[index % len(names_)]]
+        return [rng(args, self._slot(args, index), "video").choice(list(COLOURS))]
 
     def _frames(self, args):
         return args.frames or (192 if args.long else 16)
 
     def _question(self, args):
+        if args.media_dir:
+            return "Describe what happens in this video in one or two sentences."
         if args.long:
             return "The square changes colour during the video. Name its colours in the order they appear."
         return "What colour is the moving square, and which way does it move? Answer briefly."
 
     def describe(self, args):
-        return [f"POST /v1/chat/completions stream=true: video as {mode} "
-                f"(AVI {self._frames(args)} frames {args.size}px @ {args.fps} fps, "
-                f"square {'/'.join(self._colours(args, 0))}); question: {self._question(args)!r}"
+        clip = (f"a video file from {args.media_dir}" if args.media_dir else
+                f"AVI {self._frames(args)} frames {args.size}px @ {args.fps} fps, "
+                f"square {'/'.join(self._colours(args, 0))} in request 0")
+        return [f"POST /v1/chat/completions stream=true: video as {mode} ({clip}); "
+                f"question: {self._question(args)!r}"
                 if mode != "processor" else
                 "POST /generate stream=true: input_ids + video_data=[HF processor output "
                 "(pixel_values_videos, video_grid_thw [[t, h, w]], format=processor_output)] "
@@ -80,6 +94,7 @@ class VideoLane(Lane):
     def prepare(self, args, workdir):
         self.workdir, self.files, self.server, self.lock = workdir, {}, None, threading.Lock()
         self.processor, self.payloads = None, {}
+        self.user = media_files(args.media_dir, "video") if args.media_dir else None
         if "processor" in self._modes(args):
             self.processor = load_processor(args.model)
         if "url" in self._modes(args):
@@ -89,41 +104,49 @@ class VideoLane(Lane):
         if getattr(self, "server", None):
             self.server.close()
 
-    def _video(self, args, colours):
-        key = tuple(colours)
+    def _video(self, args, index):
+        """(file name in the work folder, words the answer must name, MIME type) for one request."""
+        if self.user:
+            f = pick(self.user, args, index)
+            link = os.path.join(self.workdir, f.name)
+            with self.lock:
+                if not os.path.lexists(link):
+                    os.symlink(f.path, link)  # the url style serves the work folder
+            return f.name, (f.expected or "").split(), f.mime
+        colours = self._colours(args, index)
         with self.lock:
-            return self.files.get(key) or self._write(args, colours)
+            return self._write(args, self._slot(args, index), colours), colours, "video/avi"
 
-    def _write(self, args, colours):
-        key = tuple(colours)
-        if key not in self.files:
-            frames = moving_square_frames(colours, self._frames(args), args.size)
+    def _write(self, args, media_slot, colours):
+        if media_slot not in self.files:
+            look = None if args.long else Look.draw(rng(args, media_slot, "look"), nonce(args, media_slot),
+                                                    radius=(0.09, 0.16))
+            frames = moving_square_frames(colours, self._frames(args), args.size, look)
             truth = "square " + " then ".join(colours)
-            name = f"clip-{'-'.join(colours)}.avi"
+            name = f"clip-{media_slot}-{'-'.join(colours)}.avi"
             with open(os.path.join(self.workdir, name), "wb") as fh:
                 fh.write(avi_video(frames, args.size, args.size, args.fps, truth))
-            self.files[key] = name
-        return self.files[key]
+            self.files[media_slot] = name
+        return self.files[media_slot]
 
     def send(self, args, base, index):
         modes = self._modes(args)
         mode = modes[index % len(modes)]
-        colours = self._colours(args, index)
-        name = self._video(args, colours)
+        name, expected, mime = self._video(args, index)
         path = os.path.join(self.workdir, name)
         meta = {}
         if mode == "processor":
             text, latency, ttft, meta = self._processor_request(args, base, path)
         else:
             url = {"path": path, "url": self.server.url(name) if self.server else "",
-                   "data-url": None}[mode] or data_url("video/avi", open(path, "rb").read())
+                   "data-url": None}[mode] or data_url(mime, open(path, "rb").read())
             parts = [{"type": "video_url", "video_url": {"url": url}}, {"type": "text", "text": self._question(args)}]
             res = ask(base, self.served(args), parts, args)
             text, latency, ttft = res["text"], res["latency"], res["ttft"]
-        missing = [c for c in colours if not names(text, c)]
+        missing = [c for c in expected if not names(text, c)] + ([] if text.strip() else ["any answer"])
         extra = {k: meta[k] for k in ("prompt_tokens", "completion_tokens") if k in meta}
         return Sample(latency, text, ttft=ttft, mode=mode, ok=not missing, extra=extra,
-                      detail=f"{mode}: expected {'/'.join(colours)}, missing {missing}" if missing else "")
+                      detail=f"{mode}: expected {'/'.join(expected)}, missing {missing}" if missing else "")
 
     def _processor_request(self, args, base, path):
         """POST /generate with the HF processor's output (SGLang's `format: "processor_output"` input).
