@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from dossier.check import run_check
+from dossier.cache import content_key
 from dossier.cli import main
 from dossier.sources import github as github_module
 from dossier.config import load_config
@@ -241,8 +242,9 @@ def test_cache_keeps_diffs_and_refreshes_stale_state(env, kb, server, monkeypatc
     pull, files = f"/repos/{UPSTREAM}/pulls/21", f"/repos/{UPSTREAM}/pulls/21/files"
     fetch_github(config, "sglang", [21], api_url=server.url)
     assert lock(kb, 21)["state"] == "open"
-    cache = env / "cache" / "github"
-    assert list(cache.rglob("diffs/**/" + "a" * 40 + ".json")) and list(cache.rglob("meta/**/21.json"))
+    stored = json.loads((env / "cache" / "github.json").read_text())
+    assert len(stored[content_key("diff", server.url, UPSTREAM, "a" * 40, "b" * 40)]) == 1  # the one file
+    assert stored[content_key("meta", server.url, UPSTREAM, 21)]["record"]["head_sha"] == "a" * 40
 
     fetch_github(config, "sglang", [21], api_url=server.url)  # fresh metadata: no request at all
     assert (server.hits(pull), server.hits(files)) == (1, 1)

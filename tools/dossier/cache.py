@@ -36,10 +36,10 @@ def content_key(*inputs) -> str:
 
 
 class DiskCache:
-    """A JSON map of key -> value under .dossier-cache/, loaded lazily and saved atomically."""
+    """A JSON map of key -> value under .dossier-cache/ (or `folder`), loaded lazily and saved atomically."""
 
-    def __init__(self, root: Path, name: str):
-        self.path = root / CACHE_DIR / f"{name}.json"
+    def __init__(self, root: Path, name: str, folder: Path | None = None):
+        self.path = (folder or root / CACHE_DIR) / f"{name}.json"
         self._entries: dict | None = None
         self._dirty = False
 

@@ -12,14 +12,10 @@ The token comes from GITHUB_TOKEN and goes only into the request header.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from urllib.parse import urlparse
 
 import github
 import requests
@@ -34,8 +30,8 @@ from github.GithubRetry import GithubRetry
 from ..config import Config
 from ..errors import DossierError
 from ..evidence import build_lock
+from ..cache import DiskCache, content_key
 from ..fetch import FetchResult, store_lock
-from ..fsio import write_atomic
 
 DEFAULT_API = "https://api.github.com"
 MAX_LISTED_FILES = 3000  # GitHub's cap on GET /pulls/{n}/files
@@ -238,57 +234,46 @@ def github_lock(config: Config, repo: str, record: dict, files: list[dict], api_
 # --- cache ----------------------------------------------------------------
 
 
-@dataclass
 class Cache:
-    """Immutable diffs keyed by head SHA; mutable metadata with an age limit."""
+    """GitHub responses kept between runs, in the one on-disk cache (`dossier.cache`).
 
-    root: Path
-    max_age_s: float
+    Diffs are immutable, keyed by the PR's head and base SHAs; mutable metadata
+    (state, labels) is keyed by the PR and fetched again once older than `max_age_s`.
+    Keys are `content_key`s that include the API root, so GHE or a stand-in server
+    never answers for github.com.
+    """
+
+    def __init__(self, disk: DiskCache, api_url: str, max_age_s: float):
+        self.disk, self.api_url, self.max_age_s = disk, api_url, max_age_s
 
     @classmethod
     def for_config(cls, config: Config, api_url: str, max_age_s: float | None) -> "Cache":
-        base = Path(os.environ["DOSSIER_CACHE"]) if os.environ.get("DOSSIER_CACHE") else config.root / ".dossier-cache"
+        folder = Path(os.environ["DOSSIER_CACHE"]) if os.environ.get("DOSSIER_CACHE") else None
         if max_age_s is None:
             raw = os.environ.get("DOSSIER_GITHUB_MAX_AGE", str(DEFAULT_MAX_AGE_S))
             try:
                 max_age_s = float(raw)
             except ValueError:
                 raise DossierError(f"DOSSIER_GITHUB_MAX_AGE must be seconds, got {raw!r}") from None
-        host = urlparse(api_url).netloc or "api"
-        if api_url != DEFAULT_API:  # a different API root (GHE, stand-in) gets its own cache
-            host += "-" + hashlib.sha256(api_url.encode()).hexdigest()[:8]
-        return cls(base / "github" / host.replace(":", "_"), max_age_s)
-
-    def _read(self, path: Path) -> dict | None:
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # missing or damaged: fetch again
-
-    def _write(self, path: Path, data: dict) -> None:
-        write_atomic(path, json.dumps(data, ensure_ascii=False))
-
-    def meta_path(self, upstream: str, pr: int) -> Path:
-        return self.root / "meta" / upstream / f"{pr}.json"
-
-    def diff_path(self, upstream: str, head_sha: str) -> Path:
-        return self.root / "diffs" / upstream / f"{head_sha}.json"
+        return cls(DiskCache(config.root, "github", folder), api_url, max_age_s)
 
     def get_meta(self, upstream: str, pr: int) -> dict | None:
-        data = self._read(self.meta_path(upstream, pr))
-        if not data or time.time() - data.get("fetched_at", 0) > self.max_age_s:
+        data = self.disk.get(content_key("meta", self.api_url, upstream, pr))
+        if not isinstance(data, dict) or time.time() - data.get("fetched_at", 0) > self.max_age_s:
             return None
         return data.get("record")
 
     def put_meta(self, upstream: str, pr: int, record: dict) -> None:
-        self._write(self.meta_path(upstream, pr), {"fetched_at": time.time(), "record": record})
+        self.disk.put(content_key("meta", self.api_url, upstream, pr), {"fetched_at": time.time(), "record": record})
 
     def get_files(self, upstream: str, head_sha: str, base_sha: str) -> list[dict] | None:
-        data = self._read(self.diff_path(upstream, head_sha))
-        return data["files"] if data and data.get("base_sha") == base_sha else None
+        return self.disk.get(content_key("diff", self.api_url, upstream, head_sha, base_sha))
 
     def put_files(self, upstream: str, head_sha: str, base_sha: str, files: list[dict]) -> None:
-        self._write(self.diff_path(upstream, head_sha), {"base_sha": base_sha, "files": files})
+        self.disk.put(content_key("diff", self.api_url, upstream, head_sha, base_sha), files)
+
+    def save(self) -> None:
+        self.disk.save()
 
 
 # --- fetch ------------------------------------------------------------------
@@ -316,11 +301,14 @@ def fetch_github(config: Config, repo: str, numbers: list[int], api_url: str | N
     gh = client(root)
     cache = Cache.for_config(config, root, max_age_s)
     results = []
-    for pr in numbers:
-        try:
-            record, files = _fetch_one(gh, cache, upstream, pr)
-        except (GithubException, requests.exceptions.RequestException) as exc:
-            results.append(FetchResult(pr, error=describe(exc, f"{upstream}#{pr}", root)))
-            continue
-        results.append(store_lock(config, repo, pr, github_lock(config, repo, record, files, root)))
+    try:
+        for pr in numbers:
+            try:
+                record, files = _fetch_one(gh, cache, upstream, pr)
+            except (GithubException, requests.exceptions.RequestException) as exc:
+                results.append(FetchResult(pr, error=describe(exc, f"{upstream}#{pr}", root)))
+                continue
+            results.append(store_lock(config, repo, pr, github_lock(config, repo, record, files, root)))
+    finally:
+        cache.save()  # what was fetched is kept even when a later PR fails hard
     return results
