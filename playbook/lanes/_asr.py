@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from _audio import Speech, speech
 from _client import http, multipart
-from _lane import Lane
+from _lane import Call, Lane
 from _scoring import word_error_rate
 
 SENTENCES = [
@@ -36,13 +36,18 @@ class AsrLane(Lane):
     def clip(self, index: int) -> Speech:
         return self.clips[index % len(self.clips)]
 
-    def transcribe(self, args, base: str, clip: Speech, **fields):
-        """POST the clip to /v1/audio/transcriptions (multipart); the open response."""
+    def transcription_call(self, args, clip: Speech, **fields) -> Call:
+        """The multipart /v1/audio/transcriptions request for one clip."""
         fields = {"model": self.served(args), "response_format": "json", **fields}
         if args.language:
             fields["language"] = args.language
-        body, ctype = multipart(fields, {"file": ("audio.wav", clip.wav, "audio/wav")})
-        return http("POST", base + "/v1/audio/transcriptions", body, {"Content-Type": ctype}, args.timeout)
+        return Call("transcription", path="/v1/audio/transcriptions", body=fields,
+                    files={"file": ("audio.wav", clip.wav, "audio/wav")})
+
+    def transcribe(self, args, base: str, call: Call):
+        """POST a transcription Call (multipart); the open response."""
+        body, ctype = multipart(call.body, call.files)
+        return http("POST", base + call.path, body, {"Content-Type": ctype}, args.timeout)
 
     def describe_audio(self, args) -> str:
         if args.audio_file:

@@ -18,8 +18,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _audio import wav_pcm  # noqa: E402
-from _client import ask, http, sse_events  # noqa: E402
-from _lane import Lane, LaneError, Sample  # noqa: E402
+from _client import chat_call, chat_stream, http  # noqa: E402
+from _lane import Call, Lane, LaneError, Sample  # noqa: E402
 from _runner import main  # noqa: E402
 from _scoring import word_error_rate  # noqa: E402
 
@@ -60,16 +60,25 @@ class OmniSpeechLane(Lane):
 
     def describe(self, args):
         if args.endpoint == "speech":
-            return [f"POST /v1/audio/speech stream=true response_format=wav: input {args.sentence!r}; "
-                    "SSE audio.speech.chunk events"]
+            return [f"POST /v1/audio/speech stream=true response_format=pcm: input {args.sentence!r}; "
+                    "raw 16-bit PCM body, rate in X-Sample-Rate"]
         return [f"POST /v1/chat/completions stream=true modalities=[text, audio] audio.format=wav: "
                 f"'Repeat exactly: {args.sentence}'; text WER <= {args.max_wer}, audio >= {args.min_audio}s"]
 
-    def send(self, args, base, index):
+    def calls(self, args, index):
         if args.endpoint == "speech":
-            return self._speech(args, base)
-        res = ask(base, self.served(args), f"Repeat exactly this sentence and nothing else: {args.sentence}", args,
-                  modalities=["text", "audio"], audio={"format": "wav"})
+            # sglang-omni streams speech only as raw PCM (speech_service: stream=true requires pcm).
+            return [Call("speech", path="/v1/audio/speech", body={
+                "model": self.served(args), "input": args.sentence, "voice": "default",
+                "response_format": "pcm", "stream": True})]
+        return [chat_call(self.served(args), f"Repeat exactly this sentence and nothing else: {args.sentence}",
+                          args, modalities=["text", "audio"], audio={"format": "wav"})]
+
+    def send(self, args, base, index):
+        call = self.calls(args, index)[0]
+        if args.endpoint == "speech":
+            return self._speech(args, base, call)
+        res = chat_stream(base, call.body, args.timeout)
         seconds = sum(audio_seconds(base64.b64decode(c), "wav", 0) for c in res["audio_b64"])
         wer = word_error_rate(args.sentence, res["text"])
         ok = wer <= args.max_wer and seconds >= args.min_audio
@@ -77,18 +86,19 @@ class OmniSpeechLane(Lane):
                       ok=ok, detail="" if ok else f"text WER {wer:.2f}, {seconds:.2f}s of audio",
                       extra={"audio_chunks": len(res["audio_b64"])})
 
-    def _speech(self, args, base):
-        body = json.dumps({"model": self.served(args), "input": args.sentence, "voice": "default",
-                           "response_format": "wav", "stream": True}).encode()
-        start, ttfa, seconds, chunks = time.perf_counter(), None, 0.0, 0
-        with http("POST", base + "/v1/audio/speech", body, {"Content-Type": "application/json"}, args.timeout) as resp:
-            for at, event in sse_events(resp):
-                audio = event.get("audio") or {}
-                if audio.get("data"):
-                    ttfa = ttfa if ttfa is not None else at - start
-                    seconds += audio_seconds(base64.b64decode(audio["data"]), audio.get("format", ""),
-                                             audio.get("sample_rate") or 0)
-                    chunks += 1
+    def _speech(self, args, base, call):
+        """Read the raw PCM stream: time to the first bytes, seconds from X-Sample-Rate (16-bit mono)."""
+        start, ttfa, size, chunks = time.perf_counter(), None, 0, 0
+        with http("POST", base + call.path, json.dumps(call.body).encode(), {"Content-Type": "application/json"},
+                  args.timeout) as resp:
+            rate = int(resp.headers.get("X-Sample-Rate") or 0)
+            if not rate or "audio/pcm" not in resp.headers.get("Content-Type", ""):
+                raise LaneError(f"speech stream answered {resp.headers.get('Content-Type')!r} without X-Sample-Rate; "
+                                "expected audio/pcm")
+            while piece := resp.read1(65536) if hasattr(resp, "read1") else resp.read(65536):
+                ttfa = ttfa if ttfa is not None else time.perf_counter() - start
+                size, chunks = size + len(piece), chunks + 1
+        seconds = size / 2 / rate
         ok = seconds >= args.min_audio
         return Sample(time.perf_counter() - start, "", ttfa=ttfa, audio_seconds=seconds or None, ok=ok,
                       detail="" if ok else f"{seconds:.2f}s of audio", extra={"audio_chunks": chunks})

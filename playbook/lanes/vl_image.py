@@ -12,7 +12,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _client import ask  # noqa: E402
+from _client import chat_call, chat_stream  # noqa: E402
 from _lane import Lane, Sample  # noqa: E402
 from _media import COLOURS, SHAPES, data_url, png_image  # noqa: E402
 from _runner import main  # noqa: E402
@@ -75,11 +75,15 @@ class ImageLane(Lane):
             self.pngs[key] = data_url("image/png", png_image(shape, colour, size))
         return self.pngs[key]
 
-    def send(self, args, base, index):
+    def calls(self, args, index):
         picks = self._pick(index, args.images)
         parts = [{"type": "image_url", "image_url": {"url": self._png(c, s, args.image_size)}} for c, s in picks]
         parts.append({"type": "text", "text": self._question(args.images)})
-        res = ask(base, self.served(args), parts, args)
+        return [chat_call(self.served(args), parts, args)]
+
+    def send(self, args, base, index):
+        picks = self._pick(index, args.images)
+        res = chat_stream(base, self.calls(args, index)[0].body, args.timeout)
         missing = [c for c, _ in picks if not names(res["text"], c)]
         if args.images == 1 and not any(names(res["text"], w) for w in SHAPE_WORDS[picks[0][1]]):
             missing.append(picks[0][1])

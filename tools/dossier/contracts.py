@@ -178,7 +178,11 @@ def _pydantic_problems(model, body) -> list[Problem]:
             return [p for k, d in data.items() if k in obj for p in walk(obj[k], d, f"{path}.{k}")]
         return []
 
-    return walk(instance, body, "")
+    import warnings
+
+    with warnings.catch_warnings():  # reading a deprecated field (max_tokens) warns; we only walk it
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return walk(instance, body, "")
 
 
 def _say(call, target: Target, model: str, file: str, problems: list[Problem]) -> list[str]:
