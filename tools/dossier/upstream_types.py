@@ -157,10 +157,12 @@ class Schema:
         fitting = [r for r in results if not any(not p.unknown for p in r)]
         if fitting:
             return min(fitting, key=len)  # the member that fits, with its unknown keys (if any)
-        deeper = [r for r in results if all(p.path != path for p in r)]
-        if deeper:  # a member matched here and failed inside: its reasons are the useful ones
+        tag = _join(path, "type")
+        deeper = [r for r in results if all(p.path != path for p in r) and not any(p.path == tag for p in r)]
+        if deeper:  # a member whose `type` tag fits failed inside: its reasons are the useful ones
             return min(deeper, key=len)
-        return [Problem(path, f"expected {text}, got {_kind(value)}")]
+        got = f"{_kind(value)} of type {value['type']!r}" if isinstance(value, dict) and "type" in value else _kind(value)
+        return [Problem(path, f"expected {text}, got {got}")]
 
 
 def form_value_problems(value: str, text: str) -> str | None:
