@@ -15,12 +15,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-import yaml
+from dossier.yamlio import read_yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 LANES_DIR = ROOT / "playbook" / "lanes"
 FAKES = Path(__file__).resolve().parent / "fakes"
-REGISTRY = yaml.safe_load((ROOT / "playbook" / "lanes.yaml").read_text())["lanes"]
+REGISTRY = read_yaml(ROOT / "playbook" / "lanes.yaml")["lanes"]
 BY_ID = {lane["id"]: lane for lane in REGISTRY}
 # Fewer frames keep the builders quick; the requests have the same shape.
 QUICK = {"vl-long-video-chunked": ["--frames", "24"], "vl-video-processor": ["--frames", "4", "--size", "56"]}
