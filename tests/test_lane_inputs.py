@@ -6,7 +6,6 @@ import json
 import sys
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).parent))
 from lane_harness import FAKES, subprocess_env  # noqa: E402
 from standin_server import StandIn  # noqa: E402
