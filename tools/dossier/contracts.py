@@ -16,6 +16,7 @@ import importlib
 import json
 import os
 import re
+import shlex
 import sys
 import types
 from dataclasses import dataclass, field
@@ -303,7 +304,11 @@ def check_call(target: Target, call, strict: bool = True, release: Target | None
 
 
 def _history(flag: str, target: Target, others) -> str:
-    """Where else the flag exists, so a failure says in which version it appeared or vanished."""
+    """Where else the flag exists, so a failure says in which version it appeared or vanished.
+
+    The release under test is newer than the pin (0.5.23 of 2026-10-30 vs 2026-08-22);
+    `dossier tree` moves the pin and pyproject.toml the release, both forward.
+    """
     for other in others:
         table = _options(other, None)
         if table and upstream_args.resolve(flag, table)[0]:
@@ -329,7 +334,7 @@ def check_launch(target: Target, argv: list[str], env: dict, others=()) -> list[
     where = "ServerArgs (python/sglang/srt/server_args.py, arg_groups/fields/*.py)" if target.repo == "sglang" \
         else f"the argparse of {script}"
     if not table:
-        return [f"launch: {target.label} has no known launcher for {shlex_join(argv[:3])}"]
+        return [f"launch: {target.label} has no known launcher for {shlex.join(map(str, argv[:3]))}"]
     out = [f"launch flag {flag} {why} in {target.label} {where}{_history(flag, target, others)}"
            for flag, why in upstream_args.check_argv(argv, table)]
     out += [f"launch env {name}: not an environment variable of {target.label} (srt/environ.py)"
@@ -343,8 +348,3 @@ def check_engine_init(target: Target, kwargs: dict) -> list[str]:
     return [f"sglang.Engine({key}=...) -> {target.label} ServerArgs: not a server-argument field"
             for key in kwargs if key not in known]
 
-
-def shlex_join(words) -> str:
-    import shlex
-
-    return shlex.join(str(w) for w in words)
