@@ -131,7 +131,7 @@ def test_asr_refuses_to_score_wer_without_espeak(tmp_path):
 
 
 def test_real_espeak_ng_speaks_the_clips(tmp_path):
-    """The tests above use fake_bin/espeak-ng; this one the real synthesizer, which .ci/run installs."""
+    """The tests above use fakes/bin/espeak-ng; this one the real synthesizer, which .ci/run installs."""
     real = shutil.which("espeak-ng")
     if not real:
         if os.environ.get("DOSSIER_REQUIRE_ESPEAK"):
@@ -141,7 +141,7 @@ def test_real_espeak_ng_speaks_the_clips(tmp_path):
     samples = struct.unpack(f"<{len(pcm) // 2}h", pcm)
     assert 1.0 < len(samples) / 16000 < 6 and max(map(abs, samples)) > 2000  # seconds of audible speech
     out = tmp_path / "r.json"
-    with StandIn() as server:  # PATH without fake_bin: the lane finds the real espeak-ng
+    with StandIn() as server:  # PATH without tests/fakes/bin: the lane finds the real espeak-ng
         res = run_lane("asr-offline", "--clip-seconds", "12", "--output", str(out), server=server,
                        env=lane_env(PATH=os.environ.get("PATH", "")))
     assert res.returncode == 0, res.stdout + res.stderr
