@@ -197,7 +197,8 @@ def test_media_dir_images_cycle_and_are_checked_against_their_words(tmp_path):
         (tmp_path / f"{name}.png").write_bytes(_media.png_image("circle", colour, 64))
         (tmp_path / f"{name}.txt").write_text(colour)
     with StandIn() as server:
-        res = run_lane("vl-single-image", "--media-dir", str(tmp_path), server=server)
+        # one request at a time: the server sees them in index order
+        res = run_lane("vl-single-image", "--media-dir", str(tmp_path), "--concurrency", "1", server=server)
         assert res.returncode == 0, res.stdout + res.stderr
         sent = [base64.b64decode(u.split(",", 1)[1]) for u in image_urls(server)]
     files = [(tmp_path / n).read_bytes() for n in ("a.png", "b.png")]
