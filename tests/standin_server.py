@@ -2,7 +2,12 @@
 
 It answers from the truth marker the lanes write into their media (PNG tEXt, RIFF INFO),
 so a lane's correctness check passes exactly when the media reached the server intact.
-Knobs make it slow, fail with a status, answer wrongly, or never become healthy.
+Knobs make it slow, fail with a status, answer wrongly, never become healthy, or drop the
+audio track of a video (as Qwen3-Omni's processor does when it ignores use_audio_in_video).
+
+Bodies are refused (400) the way upstream refuses them: each is checked with upstream's own
+request models (dossier.contracts: the installed sglang release when there is one, else the
+pinned facts), leniently, so keys upstream ignores are ignored here too.
 """
 
 from __future__ import annotations
@@ -18,16 +23,38 @@ import urllib.request
 from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import SimpleNamespace
+
+from dossier import contracts
 
 from standin_speech import Voice, pcm_stream, said_in
 
 MARK = re.compile(rb"LANE-TRUTH:([^;\x00]{0,20000});")  # long ASR clips carry long references
+HEARD = " | heard: "  # an AVI truth's soundtrack part (playbook/lanes/omni_av.py)
 REPEAT = "Repeat exactly this sentence and nothing else:"
 WRONG = "I am not sure, nothing comes to mind"
 
 
 def truths(data: bytes) -> list[str]:
     return [m.decode() for m in MARK.findall(data)]
+
+
+def without_soundtrack(avi: bytes) -> bytes:
+    """An AVI's bytes minus its audio ('01wb') chunks: what a server that drops the track still sees."""
+    start = avi.find(b"movi")
+    if start < 0:
+        return avi
+    out, pos = [avi[:start + 4]], start + 4
+    while pos + 8 <= len(avi):
+        kind, size = avi[pos:pos + 4], struct.unpack("<I", avi[pos + 4:pos + 8])[0]
+        end = pos + 8 + size + (size % 2)
+        if kind != b"01wb":
+            out.append(avi[pos:end])
+        if kind == b"idx1":
+            break
+        pos = end
+    return b"".join(out)
 
 
 def media_bytes(url: str) -> bytes:
@@ -40,72 +67,23 @@ def media_bytes(url: str) -> bytes:
         return fh.read()
 
 
-VIDEO_PAD, IMAGE_PAD, MERGE = 151656, 151655, 2  # Qwen-VL <|video_pad|>, <|image_pad|>, spatial merge
-COLOURS = {  # playbook/lanes/_media.py's palette, for reading a colour back out of pixel values
-    "red": (220, 30, 30), "green": (30, 160, 60), "blue": (30, 60, 220),
-    "yellow": (240, 200, 20), "purple": (130, 40, 160), "orange": (245, 130, 20),
-}
-
-
-def processor_output_truths(req: dict) -> list[str]:
-    """Check a /generate body the way SGLang reads a `format: "processor_output"` item; what the pixels show.
-
-    ValueError (a 400) for what upstream would reject or mis-read: no input_ids, not exactly one
-    processor_output item, a missing key, a grid that is not [[t, h, w], ...], feature rows that do
-    not add up to the grid, or a pad-token count in input_ids that does not match it. The pixel rows
-    are read as consecutive RGB triples in [0, 1] (the test's fake processor lays them out so).
-    A plain text /generate (no media) is answered from its prompt.
-    """
-    ids = req.get("input_ids")
-    media = [(key, req[key]) for key in ("video_data", "image_data") if req.get(key) is not None]
-    if not media and ids is None:
-        if isinstance(req.get("text"), str):
-            return []
-        raise ValueError("either text or input_ids should be provided")
-    if not isinstance(ids, list) or not ids or not all(isinstance(i, int) for i in ids):
-        raise ValueError("processor_output needs input_ids: a non-empty flat list of token ids")
-    if len(media) != 1:
-        raise ValueError(f"expected one of video_data or image_data, got {[k for k, _ in media]}")
-    key, items = media[0]
-    if not isinstance(items, list) or len(items) != 1 or not isinstance(items[0], dict):
-        raise ValueError(f"{key}: a processor_output must be the only item of a list")
-    item = items[0]
-    if item.get("format") != "processor_output":
-        raise ValueError(f"{key}[0].format is {item.get('format')!r}, expected 'processor_output'")
-    video = key == "video_data"
-    feature, grid_key, pad = ("pixel_values_videos", "video_grid_thw", VIDEO_PAD) if video else \
-        ("pixel_values", "image_grid_thw", IMAGE_PAD)
-    rows, grid = item.get(feature), item.get(grid_key)
-    if rows is None or grid is None:
-        raise ValueError(f"{key}[0] lacks {[k for k in (feature, grid_key) if item.get(k) is None]}")
-    if not (isinstance(grid, list) and grid and all(
-            isinstance(g, list) and len(g) == 3 and all(isinstance(x, int) and x > 0 for x in g) for g in grid)):
-        raise ValueError(f"{grid_key} must be a nested list [[t, h, w], ...] of positive ints, got {str(grid)[:60]}")
-    if not (isinstance(rows, list) and rows and all(isinstance(r, list) and len(r) == len(rows[0]) for r in rows)):
-        raise ValueError(f"{feature} must be a 2-D list (patches x features)")
-    patches = sum(t * h * w for t, h, w in grid)
-    if len(rows) != patches:
-        raise ValueError(f"{feature} has {len(rows)} rows but {grid_key} {grid} implies {patches}")
-    if any(h % MERGE or w % MERGE for _, h, w in grid):
-        raise ValueError(f"{grid_key} {grid}: h and w must be multiples of the merge size {MERGE}")
-    tokens = patches // (MERGE * MERGE)
-    if ids.count(pad) != tokens:
-        raise ValueError(f"input_ids hold {ids.count(pad)} pad tokens {pad}, {grid_key} implies {tokens}")
-    return [pixel_colour(rows)]
-
-
-def pixel_colour(rows: list[list[float]]) -> str:
-    """The palette colour nearest the most common non-white RGB triple."""
-    counts: dict[tuple, int] = {}
-    for row in rows:
-        for i in range(0, len(row) - 2, 3):
-            rgb = tuple(round(v * 255) for v in row[i:i + 3])
-            if min(rgb) < 235:
-                counts[rgb] = counts.get(rgb, 0) + 1
-    if not counts:
-        return "nothing but white"
-    rgb = max(counts, key=counts.get)
-    return "square " + min(COLOURS, key=lambda c: sum((a - b) ** 2 for a, b in zip(COLOURS[c], rgb)))
+def upstream_targets(which: str | None) -> dict:
+    """Per repo, the upstream versions whose models judge requests: "auto" (the release when
+    installed, else the pin), "release", "pinned", or None (accept anything)."""
+    if which is None:
+        return {}
+    root = Path(__file__).resolve().parents[1]
+    out = {"sglang-omni": [contracts.load_pinned(root, "sglang-omni")]}
+    release = None
+    if which in ("auto", "release"):
+        try:
+            release = contracts.load_release(str(contracts.release_folder(contracts.release_version(root))))
+        except contracts.ReleaseMissing:
+            if which == "release":
+                raise
+    out["sglang"] = [release] if release else [contracts.load_pinned(root, "sglang")]
+    out["release"] = release
+    return out
 
 
 def wav_chunk(seconds: float, rate: int = 24000, pcm: bytes | None = None) -> bytes:
@@ -124,11 +102,25 @@ class StandIn:
 
     def __init__(self, *, delay: float = 0.0, status: int | None = None, wrong: bool = False,
                  healthy: bool = True, transcript: str = "the quick brown fox jumps over the lazy dog",
-                 websocket: bool = False, seam_glitch: bool = False, audio_delay: float = 0.0):
+                 websocket: bool = False, seam_glitch: bool = False, audio_delay: float = 0.0,
+                 audio_in_video: str = "hears", upstream: str | None = "auto"):
         self.delay, self.status, self.wrong, self.healthy = delay, status, wrong, healthy
         self.transcript, self.websocket = transcript, websocket
         self.voice, self.audio_delay = Voice(seam_glitch), audio_delay
+        self.hears_video_audio = {"hears": True, "drops": False}[audio_in_video]
+        self.targets = upstream_targets(upstream)
         self.requests: list[dict] = []  # what the lanes sent, for assertions
+
+    def refusal(self, kind: str, path: str, body: dict, files: dict | None = None, events=None) -> str | None:
+        """Upstream's reason to refuse this request (first problem), or None when it would accept it."""
+        call = SimpleNamespace(kind=kind, method="WS" if events else "POST", path=path, body=body,
+                               files=files or {}, events=events or [])
+        repo = "sglang-omni" if kind == "speech" else "sglang"
+        for target in self.targets.get(repo, []):
+            problems = contracts.check_call(target, call, strict=False, release=self.targets.get("release"))
+            if problems:
+                return problems[0]
+        return None
 
     # -- lifecycle
     def __enter__(self):
@@ -176,6 +168,11 @@ class StandIn:
             async for raw in ws:
                 event = json.loads(raw)
                 kind = event.get("type")
+                reason = self.refusal("realtime", "/v1/realtime", {}, events=[event])
+                if reason:  # upstream answers a bad client event with an error event
+                    await ws.send(json.dumps({"type": "error", "error": {"type": "invalid_request_error",
+                                                                        "message": reason}}))
+                    continue
                 if kind == "session.update":
                     await ws.send(json.dumps({"type": "session.updated", "session": event.get("session")}))
                 elif kind == "input_audio_buffer.append":
@@ -257,9 +254,18 @@ def _handler(server: StandIn):
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
             route(body)
 
+        def _refuse(self, reason: str | None) -> bool:
+            """Answer 400 in sglang's error shape when upstream would refuse the request."""
+            if reason is None:
+                return False
+            self._json(400, {"object": "error", "message": reason, "type": "BadRequestError", "code": 400})
+            return True
+
         def _chat(self, body: bytes):
             req = json.loads(body)
             server.requests.append(req)
+            if self._refuse(server.refusal("chat", self.path, req)):
+                return
             found, prompt = [], []
             for msg in req.get("messages", []):
                 content = msg.get("content")
@@ -267,7 +273,13 @@ def _handler(server: StandIn):
                     kind = part.get("type")
                     if kind == "text":
                         prompt.append(part["text"])
-                    elif kind in ("image_url", "video_url", "audio_url"):
+                    elif kind == "video_url":
+                        video = media_bytes(part[kind]["url"])
+                        hears = req.get("use_audio_in_video") and server.hears_video_audio
+                        for truth in truths(video if hears else without_soundtrack(video)):
+                            seen, _, heard = truth.partition(HEARD)
+                            found += [seen] + ([heard] if heard and hears else [])
+                    elif kind in ("image_url", "audio_url"):
                         found += truths(media_bytes(part[kind]["url"]))
                     elif kind == "input_audio":
                         found += truths(base64.b64decode(part["input_audio"]["data"]))
@@ -300,25 +312,28 @@ def _handler(server: StandIn):
         def _transcribe(self, body: bytes):
             msg = BytesParser(policy=HTTP).parsebytes(
                 f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode() + body)
-            fields, audio = {}, b""
+            fields, files = {}, {}
             for part in msg.iter_parts():
                 name = part.get_param("name", header="content-disposition")
                 if part.get_filename():
-                    audio = part.get_payload(decode=True)
+                    files[name] = (part.get_filename(), part.get_payload(decode=True), part.get_content_type())
                 else:
                     fields[name] = part.get_content().strip()
             server.requests.append(fields)
-            if not audio:
-                return self._json(400, {"error": {"message": "no file"}})
-            text = server.heard(audio)
+            if self._refuse(server.refusal("transcription", self.path, fields, files)):
+                return
+            text = server.heard(files["file"][1])
             if fields.get("stream") != "true":
                 return self._json(200, {"text": text})
             self._sse({"choices": [{"index": 0, "delta": {"content": (" " if i else "") + w}}]}
                       for i, w in enumerate(text.split()))
 
         def _speech(self, body: bytes):
+            """sglang-omni streams speech as raw 16-bit PCM (rate in X-Sample-Rate), not as events."""
             req = json.loads(body)
             server.requests.append(req)
+            if self._refuse(server.refusal("speech", self.path, req)):
+                return
             if req.get("stream") and req.get("response_format") == "pcm":
                 return pcm_stream(self, [] if server.wrong else server.voice.speak(req.get("input", ""), 3, 0.5),
                                   server.audio_delay)
@@ -330,11 +345,9 @@ def _handler(server: StandIn):
         def _generate(self, body: bytes):
             req = json.loads(body)
             server.requests.append(req)
-            try:
-                found = processor_output_truths(req)
-            except ValueError as exc:  # the shape of SGLang's 400 body
-                return self._json(400, {"object": "error", "message": str(exc), "type": "BadRequestError", "code": 400})
-            text = server.answer(req.get("text") or "", found)
+            if self._refuse(server.refusal("generate", self.path, req)):
+                return
+            text = server.answer(req.get("text") or "", [])
             meta = {"id": "g", "prompt_tokens": len(req.get("input_ids") or []),
                     "completion_tokens": len(text.split()), "finish_reason": {"type": "stop"}}
             if not req.get("stream"):

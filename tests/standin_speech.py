@@ -14,11 +14,11 @@ import threading
 import time
 
 RATE, TONE_HZ = 24000, 250  # 0.4 s and 0.5 s chunks hold whole periods, so the joins are continuous
-SPEECH_MARK = struct.pack("<2h", 0x5A7A, 0x7A5A)  # fake_bin/espeak-ng's header before the words it says
+SPEECH_MARK = struct.pack("<2h", 0x5A7A, 0x7A5A)  # fakes/bin/espeak-ng's header before the words it says
 
 
 def said_in(pcm: bytes) -> str | None:
-    """The words fake_bin/espeak-ng wrote into this PCM (every clip's, in order), or None."""
+    """The words fakes/bin/espeak-ng wrote into this PCM (every clip's, in order), or None."""
     texts, pos = [], pcm.find(SPEECH_MARK)
     while pos >= 0:
         if pos % 2 == 0 and pos + 6 <= len(pcm):

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
+from lane_harness import subprocess_env  # noqa: E402
 from standin_server import StandIn  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,91 +23,32 @@ BY_ID = {lane["id"]: lane for lane in LANES}
 FAST = {"vl-long-video-chunked": ["--frames", "24"], "asr-websocket-stream": ["--pace", "0"],
         "vl-video-processor": ["--frames", "4", "--size", "56"]}
 
-# A stand-in for `transformers` with Qwen-VL's processor contract: the prompt's <|video_pad|> grows to one
-# token per merged 2x2 patch, pixel_values_videos has one row per 14x14 patch of a frame pair, and
-# video_grid_thw is [[t, h, w]]. Rows hold the patch's RGB triples / 255 so the stand-in server can read
-# the colour back. FAKE_PROCESSOR=bad-grid|flat-grid|missing-model breaks it on purpose.
-FAKE_TRANSFORMERS = """
-import os
-import numpy as np
 
-VIDEO_PAD = 151656
-
-
-class _Processor:
-    def apply_chat_template(self, messages, add_generation_prompt=False, tokenize=True):
-        assert tokenize is False and add_generation_prompt
-        parts = messages[0]["content"]
-        assert [p["type"] for p in parts] == ["video", "text"]
-        return ("<|im_start|>user\\n<|vision_start|><|video_pad|><|vision_end|>" + parts[1]["text"]
-                + "<|im_end|>\\n<|im_start|>assistant\\n")
-
-    def __call__(self, text, videos, return_tensors=None, video_metadata=None, do_sample_frames=True):
-        assert return_tensors == "np" and do_sample_frames is False and video_metadata[0]["fps"] > 0
-        (video,) = videos
-        assert video.dtype == np.uint8 and video.ndim == 4 and video.shape[-1] == 3
-        t, h, w = video.shape[0] // 2, video.shape[1] // 14, video.shape[2] // 14
-        rows = (video[: t * 2].reshape(t, 2, h, 14, w, 14, 3).transpose(0, 2, 4, 1, 3, 5, 6)
-                .reshape(t * h * w, 2 * 14 * 14 * 3).astype(np.float32) / 255)
-        grid = np.array([[t, h, w]], dtype=np.int64)
-        mode = os.environ.get("FAKE_PROCESSOR")
-        if mode == "bad-grid":
-            grid = grid * 2
-        elif mode == "flat-grid":
-            grid = grid[0]
-        before, after = text[0].split("<|video_pad|>")
-        ids = [ord(c) for c in before] + [VIDEO_PAD] * (t * h * w // 4) + [ord(c) for c in after]
-        return {"input_ids": np.array([ids]), "attention_mask": np.ones((1, len(ids)), dtype=np.int64),
-                "pixel_values_videos": rows, "video_grid_thw": grid}
-
-
-class AutoProcessor:
-    @staticmethod
-    def from_pretrained(name):
-        if os.environ.get("FAKE_PROCESSOR") == "missing-model":
-            raise OSError(f"{name} does not appear to have a file named preprocessor_config.json.\\nmore")
-        return _Processor()
-"""
-
-
-@pytest.fixture(scope="session")
-def fake_transformers(tmp_path_factory) -> Path:
-    """A folder to put on PYTHONPATH so the lane imports the fake `transformers`."""
-    folder = tmp_path_factory.mktemp("fake-transformers")
-    (folder / "transformers").mkdir()
-    (folder / "transformers" / "__init__.py").write_text(FAKE_TRANSFORMERS)
-    return folder
-
-
-FAKE_BIN = Path(__file__).parent / "fake_bin"  # an espeak-ng that writes tones: fast and the same everywhere
-
-
-def lane_env(pythonpath: Path | None = None, **env: str) -> dict:
-    out = dict(os.environ, **env)
-    if "PATH" not in env:
-        out["PATH"] = os.pathsep.join([str(FAKE_BIN), out.get("PATH", "")])
-    if pythonpath is not None:
-        out["PYTHONPATH"] = os.pathsep.join([str(pythonpath), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return out
+def lane_env(**env: str) -> dict:
+    """Environment for a lane script with the test fakes (tests/fakes); a PATH in `env` replaces theirs."""
+    return dict(subprocess_env(), **env)
 
 
 def run_lane(lane_id: str, *extra: str, server: StandIn | None = None, timeout: float = 60, env: dict | None = None):
+    """The lane's script as a user runs it, with the test fakes (espeak-ng, transformers, sglang.Engine)."""
     lane = BY_ID[lane_id]
+    in_process = "engine" in lane
     argv = [sys.executable, str(ROOT / lane["script"]), *lane.get("args", []), "--lane-id", lane_id,
-            "--requests", "3", "--concurrency", "2", "--warmup", "1", *FAST.get(lane_id, [])]
+            "--requests", "3", "--concurrency", "1" if in_process else "2", "--warmup", "1", *FAST.get(lane_id, [])]
     if server is not None:
         argv += ["--server-url", server.url]
         if server.ws_url and "websocket" in lane_id:
             argv += ["--ws-url", server.ws_url]
-    return subprocess.run(argv + list(extra), capture_output=True, text=True, timeout=timeout, env=env or lane_env())
+    return subprocess.run(argv + list(extra), capture_output=True, text=True, timeout=timeout,
+                          env=env if env is not None else subprocess_env())
 
 
 @pytest.mark.parametrize("lane_id", list(BY_ID))
-def test_lane_passes_against_stand_in(lane_id, tmp_path, fake_transformers):
+def test_lane_passes_against_stand_in(lane_id, tmp_path):
     out = tmp_path / "result.json"
-    env = lane_env(fake_transformers) if lane_id == "vl-video-processor" else None
+    in_process = "engine" in BY_ID[lane_id]
     with StandIn(websocket=True) as server:
-        res = run_lane(lane_id, "--output", str(out), server=server, env=env)
+        res = run_lane(lane_id, "--output", str(out), server=None if in_process else server)
     assert res.returncode == 0, res.stdout + res.stderr
     assert f"lane {lane_id}: PASS" in res.stdout
     result = json.loads(out.read_text())
@@ -120,7 +62,7 @@ def test_lane_passes_against_stand_in(lane_id, tmp_path, fake_transformers):
         assert result["summary"]["ttfa_p50_s"] > 0 and result["summary"]["rtf_mean"] > 0
     # warm-up plus measured requests all reached the server (websocket lanes talk elsewhere)
     if lane_id != "asr-websocket-stream":
-        assert len(server.requests) == 4
+        assert len(server.requests) == (0 if in_process else 4)
 
 
 def test_media_reach_the_server_as_sent():
@@ -238,7 +180,7 @@ def test_dry_run_prints_plan_without_network(lane_id):
     res = subprocess.run([sys.executable, str(ROOT / lane["script"]), *lane.get("args", []), "--dry-run"],
                          capture_output=True, text=True, timeout=30)
     assert res.returncode == 0, res.stderr
-    assert "server: " in res.stdout and "request: " in res.stdout
+    assert ("engine: " if "engine" in lane else "server: ") in res.stdout and "request: " in res.stdout
 
 
 def test_lane_needs_a_server_or_dry_run():
@@ -283,94 +225,3 @@ def test_unknown_input_style_is_one_line(script, flag, good):
                          capture_output=True, text=True, timeout=30)
     assert res.returncode != 0 and res.stdout.count("request: ") == 0
     assert res.stderr.count("\n") == 1 and f"unknown {flag} ['bogus']" in res.stderr
-
-
-# ------------------------------------------------------------------ processor-output video (/generate)
-
-
-def test_processor_output_reaches_generate_as_upstream_reads_it(tmp_path, fake_transformers):
-    out = tmp_path / "result.json"
-    with StandIn(delay=0.2) as server:
-        res = run_lane("vl-video-processor", "--output", str(out), server=server, env=lane_env(fake_transformers))
-    assert res.returncode == 0, res.stdout + res.stderr
-    req = server.requests[-1]
-    (item,) = req["video_data"]
-    assert item["format"] == "processor_output" and item["video_grid_thw"] == [[2, 4, 4]]
-    assert len(item["pixel_values_videos"]) == 32 and "input_ids" not in item and "attention_mask" not in item
-    assert req["input_ids"].count(151656) == 8 and req["stream"] is True
-    assert req["sampling_params"] == {"max_new_tokens": 64, "temperature": 0}
-    result = json.loads(out.read_text())
-    # the answer came from the pixels: the frames were decoded top-down and BGR swapped to RGB
-    assert {s["output"] for s in result["samples"]} <= {f"I see: square {c}" for c in
-                                                       ("red", "green", "blue", "yellow", "purple", "orange")}
-    assert result["summary"]["ttft_p50_s"] >= 0.2
-    assert result["samples"][0]["extra"]["prompt_tokens"] == len(req["input_ids"])
-
-
-@pytest.mark.parametrize("mode, reason", [("bad-grid", "implies"), ("flat-grid", "nested list")])
-def test_malformed_processor_output_is_one_line(mode, reason, fake_transformers):
-    with StandIn() as server:
-        res = run_lane("vl-video-processor", server=server, env=lane_env(fake_transformers, FAKE_PROCESSOR=mode))
-    assert res.returncode == 2, res.stdout + res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and "HTTP 400" in lines[0] and "POST /generate" in lines[0] and reason in lines[0]
-    assert "Traceback" not in res.stdout + res.stderr
-
-
-def test_unloadable_processor_is_one_line(fake_transformers):
-    with StandIn() as server:
-        res = run_lane("vl-video-processor", server=server,
-                       env=lane_env(fake_transformers, FAKE_PROCESSOR="missing-model"))
-        assert server.requests == []
-    lines = res.stderr.strip().splitlines()
-    assert res.returncode == 2 and len(lines) == 1 and "Traceback" not in res.stderr
-    assert "cannot load the HF processor of Qwen/Qwen3-VL-8B-Instruct: OSError:" in lines[0]
-    assert "more" not in lines[0]
-
-
-def test_missing_transformers_skips_with_the_pip_command(tmp_path):
-    shadow = tmp_path / "shadow"  # hides any installed transformers, so the test means the same everywhere
-    (shadow / "transformers").mkdir(parents=True)
-    (shadow / "transformers" / "__init__.py").write_text("raise ImportError('No module named transformers')\n")
-    with StandIn() as server:
-        res = run_lane("vl-video-processor", server=server, env=lane_env(shadow))
-        assert server.requests == []
-    assert res.returncode == 0 and res.stderr == ""
-    assert ("lane vl-video-processor: SKIPPED - --video-input processor needs transformers on the client: "
-            "python -m pip install numpy 'transformers>=4.57'") in res.stdout
-
-
-@pytest.mark.parametrize("change, reason", [
-    (lambda r: r.pop("input_ids"), "input_ids"),
-    (lambda r: r["video_data"][0].pop("format"), "format"),
-    (lambda r: r["video_data"].append(dict(r["video_data"][0])), "only item"),
-    (lambda r: r["video_data"][0].pop("pixel_values_videos"), "lacks ['pixel_values_videos']"),
-    (lambda r: r["video_data"][0]["pixel_values_videos"].pop(), "rows"),
-    (lambda r: r["video_data"][0].update(video_grid_thw=[2, 2, 2]), "nested list"),
-    (lambda r: r["video_data"][0].update(video_grid_thw=[[1, 3, 3]], pixel_values_videos=[[0.0]] * 9), "merge"),
-    (lambda r: r["input_ids"].remove(151656), "pad tokens"),
-    (lambda r: r.update(image_data=r["video_data"]), "one of video_data or image_data"),
-])
-def test_stand_in_rejects_malformed_processor_output(change, reason):
-    good = {"input_ids": [1, 2] + [151656] * 2 + [3], "sampling_params": {"max_new_tokens": 8},
-            "video_data": [{"format": "processor_output", "video_grid_thw": [[2, 2, 2]],
-                            "pixel_values_videos": [[1.0, 1.0, 1.0, 0.86, 0.12, 0.12]] * 8}]}
-    with StandIn() as server:
-        reply = _post(server.url + "/generate", good)
-        assert reply == (200, "I see: square red")
-        bad = json.loads(json.dumps(good))
-        change(bad)
-        code, message = _post(server.url + "/generate", bad)
-    assert code == 400 and reason in message
-
-
-def _post(url: str, payload: dict) -> tuple[int, str]:
-    import urllib.error
-    import urllib.request
-
-    req = urllib.request.Request(url, json.dumps(payload).encode(), {"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, json.loads(resp.read())["text"]
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())["message"]

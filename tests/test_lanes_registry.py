@@ -104,6 +104,19 @@ def test_l012_fires_when_dry_run_fails_or_prints_another_command(kb):
     assert {f.message.split("'")[1] for f in findings(kb, "L012")} == {"broken", "drifted", "fine"}
 
 
+def test_l012_compares_an_in_process_lane_with_its_engine_line(kb):
+    lanes_dir = kb / "playbook" / "lanes"
+    (lanes_dir / "engine_ok.py").write_text("print(\"engine: sglang.Engine(model_path='m')\")\n")
+    (lanes_dir / "engine_drift.py").write_text("print(\"engine: sglang.Engine(model_path='m', tp_size=2)\")\n")
+    engine = "sglang.Engine(model_path='{model}')"
+    write_registry(kb, [
+        {"id": "ok", "title": "T", "script": "playbook/lanes/engine_ok.py", "model": "m", "engine": engine},
+        {"id": "drift", "title": "T", "script": "playbook/lanes/engine_drift.py", "model": "m", "engine": engine},
+    ])
+    [f] = findings(kb, "L012")
+    assert "'drift'" in f.message and "engine command differs from engine: engine: sglang.Engine(" in f.message
+
+
 def test_cli_lanes_list_show_and_run(kb):
     with_scripts(kb)
     runner = CliRunner()

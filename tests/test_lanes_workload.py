@@ -131,7 +131,7 @@ def test_asr_refuses_to_score_wer_without_espeak(tmp_path):
 
 
 def test_real_espeak_ng_speaks_the_clips(tmp_path):
-    """The tests above use fake_bin/espeak-ng; this one the real synthesizer, which .ci/run installs."""
+    """The tests above use fakes/bin/espeak-ng; this one the real synthesizer, which .ci/run installs."""
     real = shutil.which("espeak-ng")
     if not real:
         if os.environ.get("DOSSIER_REQUIRE_ESPEAK"):
@@ -141,7 +141,7 @@ def test_real_espeak_ng_speaks_the_clips(tmp_path):
     samples = struct.unpack(f"<{len(pcm) // 2}h", pcm)
     assert 1.0 < len(samples) / 16000 < 6 and max(map(abs, samples)) > 2000  # seconds of audible speech
     out = tmp_path / "r.json"
-    with StandIn() as server:  # PATH without fake_bin: the lane finds the real espeak-ng
+    with StandIn() as server:  # PATH without tests/fakes/bin: the lane finds the real espeak-ng
         res = run_lane("asr-offline", "--clip-seconds", "12", "--output", str(out), server=server,
                        env=lane_env(PATH=os.environ.get("PATH", "")))
     assert res.returncode == 0, res.stdout + res.stderr
@@ -197,7 +197,8 @@ def test_media_dir_images_cycle_and_are_checked_against_their_words(tmp_path):
         (tmp_path / f"{name}.png").write_bytes(_media.png_image("circle", colour, 64))
         (tmp_path / f"{name}.txt").write_text(colour)
     with StandIn() as server:
-        res = run_lane("vl-single-image", "--media-dir", str(tmp_path), server=server)
+        # one request at a time: the server sees them in index order
+        res = run_lane("vl-single-image", "--media-dir", str(tmp_path), "--concurrency", "1", server=server)
         assert res.returncode == 0, res.stdout + res.stderr
         sent = [base64.b64decode(u.split(",", 1)[1]) for u in image_urls(server)]
     files = [(tmp_path / n).read_bytes() for n in ("a.png", "b.png")]

@@ -12,8 +12,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from _audio import Speech, silence, synthesize, synthesizer, wav_bytes
-from _client import transcribe
-from _lane import Lane, LaneError
+from _client import TRANSCRIPTIONS, http, multipart
+from _lane import Call, Lane, LaneError
 from _scoring import word_error_rate
 from _sentences import PER_CLIP, clip_sentence
 from _workload import media_files, pick, rng, slot
@@ -126,11 +126,18 @@ class AsrLane(Lane):
             return Speech(f.read(), f.expected, "file", f.name, f.mime)
         return self.clips[slot(args, index)]
 
-    def transcribe(self, args, base: str, clip: Speech, **fields):
-        """POST the clip to /v1/audio/transcriptions (multipart); the open response."""
+    def transcription_call(self, args, clip: Speech, **fields) -> Call:
+        """The multipart /v1/audio/transcriptions request for one clip."""
+        fields = {"model": self.served(args), "response_format": "json", **fields}
         if args.language:
             fields["language"] = args.language
-        return transcribe(base, self.served(args), clip.wav, args.timeout, clip.filename, clip.mime, **fields)
+        return Call("transcription", path=TRANSCRIPTIONS, body=fields,
+                    files={"file": (clip.filename, clip.wav, clip.mime)})
+
+    def transcribe(self, args, base: str, call: Call):
+        """POST a transcription Call (multipart); the open response."""
+        body, ctype = multipart(call.body, call.files)
+        return http("POST", base + call.path, body, {"Content-Type": ctype}, args.timeout)
 
     def describe_audio(self, args) -> str:
         if args.audio_file:

@@ -8,7 +8,7 @@ import time
 import urllib.error
 import urllib.request
 
-from _lane import LaneError
+from _lane import Call, LaneError
 
 
 def _path(url: str) -> str:
@@ -111,8 +111,13 @@ def chat_stream(base: str, payload: dict, timeout: float) -> dict:
             "latency": time.perf_counter() - start}
 
 
+def chat_call(model: str, content, args, **extra) -> Call:
+    """One greedy, streamed user turn (str or content parts); --max-tokens from args."""
+    return Call("chat", path="/v1/chat/completions", body={
+        "model": model, "messages": [{"role": "user", "content": content}],
+        "max_tokens": args.max_tokens, "temperature": 0, "stream": True, **extra})
+
+
 def ask(base: str, model: str, content, args, **extra) -> dict:
     """One greedy user turn (str or content parts) streamed via chat_stream; --max-tokens and --timeout from args."""
-    payload = {"model": model, "messages": [{"role": "user", "content": content}],
-               "max_tokens": args.max_tokens, "temperature": 0, **extra}
-    return chat_stream(base, payload, args.timeout)
+    return chat_stream(base, chat_call(model, content, args, **extra).body, args.timeout)

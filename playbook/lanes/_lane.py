@@ -19,6 +19,24 @@ class LaneSkip(Exception):
 
 
 @dataclass
+class Call:
+    """One request as data: what `send` transmits and what the contract tests check against upstream.
+
+    kind: chat | transcription | realtime | speech | generate | engine (an in-process
+    `sglang.Engine.generate(**body)`). body is the JSON body, the form fields, or the
+    keyword arguments; files are multipart parts (name -> (filename, bytes, mime));
+    events are the websocket client events, in order.
+    """
+
+    kind: str
+    method: str = "POST"
+    path: str = ""
+    body: dict = field(default_factory=dict)
+    files: dict = field(default_factory=dict)
+    events: list = field(default_factory=list)
+
+
+@dataclass
 class Sample:
     latency: float
     output: str = ""
@@ -48,6 +66,7 @@ class Lane:
     default_model = ""
     default_port = 30000
     default_served: str | None = None  # name the launch command serves the model under
+    in_process_why = ""  # why a lane with engine_kwargs cannot use a server (said when one is given)
 
     def served(self, args) -> str:
         return args.served_name or self.default_served or args.model
@@ -82,6 +101,14 @@ class Lane:
 
     def prepare(self, args, workdir: str) -> None:
         """Generate media; runs once, before --launch starts the server, so a missing tool fails fast."""
+
+    def calls(self, args, index: int) -> list[Call]:
+        """The requests request `index` makes, built without the network (after prepare)."""
+        raise NotImplementedError
+
+    def engine_kwargs(self, args) -> dict | None:
+        """Keyword arguments of an in-process `sglang.Engine` for lanes that need one; None: a server."""
+        return None
 
     def send(self, args, base: str, index: int) -> Sample:
         raise NotImplementedError

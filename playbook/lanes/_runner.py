@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from _lane import Lane, LaneError, LaneSkip, Sample
 from _results import compare_table, print_table, summarize, write_result
-from _server import Launched, wait_healthy
+from _server import InProcessEngine, Launched, wait_healthy
 from _workload import add_arguments as add_workload_arguments
 from _workload import describe as describe_workload
 
@@ -68,8 +68,11 @@ def run_requests(lane: Lane, args, base: str) -> tuple[list[Sample], float]:
     for i in range(args.warmup):
         lane.send(args, base, -1 - i)
     start = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=max(args.concurrency, 1)) as pool:
-        samples = list(pool.map(lambda i: lane.send(args, base, i), range(args.requests)))
+    if args.concurrency == 1:  # on this thread: an in-process engine's event loop lives here
+        samples = [lane.send(args, base, i) for i in range(args.requests)]
+    else:
+        with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+            samples = list(pool.map(lambda i: lane.send(args, base, i), range(args.requests)))
     return samples, time.perf_counter() - start
 
 
@@ -85,9 +88,16 @@ def _compare(lane: Lane, paths: list[str]) -> int:
     return 0
 
 
-def _dry_run(lane: Lane, args, argv_server: list[str], env: dict) -> int:
+def engine_line(kwargs: dict) -> str:
+    return "sglang.Engine(" + ", ".join(f"{k}={v!r}" for k, v in kwargs.items()) + ")"
+
+
+def _dry_run(lane: Lane, args, argv_server: list[str] | None, env: dict, engine: dict | None) -> int:
     _say(f"lane: {lane.name} ({lane.repo})")
-    _say("server: " + " ".join(f"{k}={v}" for k, v in env.items()) + (" " if env else "") + shlex.join(argv_server))
+    if engine is not None:
+        _say("engine: " + engine_line(engine))
+    else:
+        _say("server: " + " ".join(f"{k}={v}" for k, v in env.items()) + (" " if env else "") + shlex.join(argv_server))
     _say(f"load: {args.requests} requests, concurrency {args.concurrency}, warmup {args.warmup}")
     _say(f"media: {describe_workload(args)}")
     for line in lane.plan(args):
@@ -97,13 +107,17 @@ def _dry_run(lane: Lane, args, argv_server: list[str], env: dict) -> int:
     return 0
 
 
-def _measure(lane: Lane, args, argv_server: list[str], env: dict) -> int:
+def _measure(lane: Lane, args, argv_server: list[str] | None, env: dict, engine: dict | None) -> int:
     base = (args.server_url or f"http://127.0.0.1:{args.port}").rstrip("/")
     server = None
     workdir = tempfile.mkdtemp(prefix=f"lane-{lane.name}-")
     try:
         lane.prepare(args, workdir)  # before the launch: a missing tool should not cost a model load
-        if args.launch:
+        if engine is not None:  # in-process: the client-side work first, then the (slow) engine start
+            _say("starting in-process " + engine_line(engine))
+            server = InProcessEngine(engine)
+            lane.engine = server.engine
+        elif args.launch:
             _say("launching: " + shlex.join(argv_server))
             server = Launched(argv_server, env, base, args.health_timeout, args.log_dir or workdir,
                               lane.server_cwd(args))
@@ -144,12 +158,19 @@ def _main(lane: Lane, argv: list[str] | None) -> int:
         lane.validate(args)
     except LaneError as exc:
         return _fail(lane, str(exc), EXIT_ERROR)
-    argv_server, env = launch_argv(lane, args), lane.server_env(args)
+    engine = lane.engine_kwargs(args)
+    argv_server, env = (None, {}) if engine is not None else (launch_argv(lane, args), lane.server_env(args))
     if args.dry_run:
-        return _dry_run(lane, args, argv_server, env)
-    if not args.launch and not args.server_url:
+        return _dry_run(lane, args, argv_server, env, engine)
+    if engine is not None:
+        if args.launch or args.server_url or args.server_cmd:
+            return _fail(lane, f"no server here: {lane.in_process_why}; drop --server-url, --launch and --server-cmd",
+                         EXIT_ERROR)
+        if args.concurrency != 1:
+            return _fail(lane, "the in-process engine serves one request at a time: use --concurrency 1", EXIT_ERROR)
+    elif not args.launch and not args.server_url:
         return _fail(lane, "pass --server-url URL, --launch or --dry-run", EXIT_ERROR)
-    return _measure(lane, args, argv_server, env)
+    return _measure(lane, args, argv_server, env, engine)
 
 
 def main(lane: Lane, argv: list[str] | None = None) -> int:

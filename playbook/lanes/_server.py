@@ -1,4 +1,4 @@
-"""The server under test: wait for /health, or launch it in its own process group and stop it after."""
+"""The server under test: wait for /health, launch it in its own process group, or start an in-process Engine."""
 
 from __future__ import annotations
 
@@ -59,3 +59,21 @@ class Launched:
                 except ProcessLookupError:
                     pass
         self._fh.close()
+
+
+class InProcessEngine:
+    """An `sglang.Engine` in this process, for inputs only the Python API takes (tensors)."""
+
+    def __init__(self, kwargs: dict):
+        try:
+            import sglang
+        except ImportError as exc:
+            raise LaneError(f"in-process mode needs sglang on this machine ({exc}); pip install sglang") from None
+        try:
+            self.engine = sglang.Engine(**kwargs)
+        except Exception as exc:  # noqa: BLE001 - any start-up failure ends the run as one line
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise LaneError(f"sglang.Engine did not start: {type(exc).__name__}: {first}"[:300]) from None
+
+    def stop(self):
+        self.engine.shutdown()

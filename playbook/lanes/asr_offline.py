@@ -23,10 +23,13 @@ class AsrOfflineLane(AsrLane):
         return [f"POST /v1/audio/transcriptions multipart (file, model={self.served(args)}, response_format=json): "
                 f"{self.describe_audio(args)}; WER must be <= {args.max_wer}"]
 
+    def calls(self, args, index):
+        return [self.transcription_call(args, self.clip(args, index))]
+
     def send(self, args, base, index):
         clip = self.clip(args, index)
         start = time.perf_counter()
-        with self.transcribe(args, base, clip) as resp:
+        with self.transcribe(args, base, self.calls(args, index)[0]) as resp:
             raw = resp.read()
         latency = time.perf_counter() - start
         try:

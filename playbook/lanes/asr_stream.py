@@ -23,10 +23,13 @@ class AsrStreamLane(AsrLane):
         return [f"POST /v1/audio/transcriptions multipart stream=true (SSE, choices[0].delta.content): "
                 f"{self.describe_audio(args)}; WER must be <= {args.max_wer}"]
 
+    def calls(self, args, index):
+        return [self.transcription_call(args, self.clip(args, index), stream="true")]
+
     def send(self, args, base, index):
         clip = self.clip(args, index)
         start, ttft, parts = time.perf_counter(), None, []
-        with self.transcribe(args, base, clip, stream="true") as resp:
+        with self.transcribe(args, base, self.calls(args, index)[0]) as resp:
             if "text/event-stream" not in resp.headers.get("Content-Type", ""):
                 raise LaneError(f"stream=true answered {resp.headers.get('Content-Type')!r}, not text/event-stream")
             for at, event in sse_events(resp):

@@ -18,7 +18,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _asr import AsrLane  # noqa: E402
 from _audio import resample, wav_pcm  # noqa: E402
-from _lane import LaneError, Sample  # noqa: E402
+from _lane import Call, LaneError, Sample  # noqa: E402
 from _runner import main  # noqa: E402
 
 RATE = 16000
@@ -48,39 +48,48 @@ class AsrWebsocketLane(AsrLane):
 
     def prepare(self, args, workdir):
         try:
-            from websockets.sync.client import connect  # noqa: F401
+            import websockets.sync.client
         except ImportError:
             raise LaneError("this lane needs the websockets package (pip install 'websockets>=12')") from None
+        del websockets  # imported only to fail fast, before the server starts
         super().prepare(args, workdir)
         other = [f.name for f in getattr(self, "files", []) if f.mime != "audio/wav"] if args.media_dir else []
         if other:  # the realtime protocol carries PCM, and only a WAV decodes to PCM without ffmpeg
             raise LaneError(f"the websocket lane streams PCM: --media-dir needs .wav files, not {other[0]}")
+
+    def calls(self, args, index):
+        """session.update, the clip as base64 PCM appends of --chunk-ms, then commit."""
+        pcm, rate = wav_pcm(self.clip(args, index).wav)
+        pcm = resample(pcm, rate, RATE)
+        step = RATE * 2 * args.chunk_ms // 1000
+        events = [{"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
+            "format": {"type": "audio/pcm", "rate": RATE}, "turn_detection": None}}}}]
+        events += [{"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm[off:off + step]).decode()}
+                   for off in range(0, len(pcm), step)]
+        events.append({"type": "input_audio_buffer.commit"})
+        return [Call("realtime", method="WS", path="/v1/realtime", events=events)]
 
     def send(self, args, base, index):
         from websockets.exceptions import WebSocketException
         from websockets.sync.client import connect
 
         clip = self.clip(args, index)
-        pcm, rate = wav_pcm(clip.wav)
-        pcm = resample(pcm, rate, RATE)
-        step = RATE * 2 * args.chunk_ms // 1000
+        update, *appends, commit = self.calls(args, index)[0].events
         url = self._ws_url(args, base)
         try:
             with connect(url, open_timeout=args.timeout, max_size=None) as ws:
                 self._expect(ws, "session.created", args.timeout)
-                ws.send(json.dumps({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
-                    "format": {"type": "audio/pcm", "rate": RATE}, "turn_detection": None}}}}))
+                ws.send(json.dumps(update))
                 self._expect(ws, "session.updated", args.timeout)
                 start = time.perf_counter()
                 ttft, parts = None, []
-                for k, off in enumerate(range(0, len(pcm), step)):
+                for k, event in enumerate(appends):
                     if args.pace > 0:  # pace like a microphone would
                         time.sleep(max(0.0, start + k * args.chunk_ms / 1000 / args.pace - time.perf_counter()))
-                    ws.send(json.dumps({"type": "input_audio_buffer.append",
-                                        "audio": base64.b64encode(pcm[off:off + step]).decode()}))
+                    ws.send(json.dumps(event))
                     ttft = self._drain(ws, parts, ttft, start, block=False)
                 committed = time.perf_counter()
-                ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+                ws.send(json.dumps(commit))
                 final = None
                 while final is None:
                     event = json.loads(ws.recv(timeout=args.timeout))
@@ -88,7 +97,8 @@ class AsrWebsocketLane(AsrLane):
         except (OSError, WebSocketException, TimeoutError) as exc:
             raise LaneError(f"websocket {url}: {exc or type(exc).__name__}") from None
         end = time.perf_counter()
-        return Sample(end - start, final, ttft=ttft, audio_seconds=len(pcm) / 2 / RATE,
+        seconds = sum(len(base64.b64decode(e["audio"])) for e in appends) / 2 / RATE
+        return Sample(end - start, final, ttft=ttft, audio_seconds=seconds,
                       extra={"reference": clip.reference, "final_after_commit_s": round(end - committed, 4),
                              "deltas": len(parts)})
 

@@ -24,8 +24,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _audio import wav_bytes, wav_pcm  # noqa: E402
-from _client import ask, http, sse_events, transcribe  # noqa: E402
-from _lane import Lane, LaneError, Sample  # noqa: E402
+from _client import chat_call, chat_stream, http, sse_events, transcribe  # noqa: E402
+from _lane import Call, Lane, LaneError, Sample  # noqa: E402
 from _results import pct  # noqa: E402
 from _runner import main  # noqa: E402
 from _scoring import word_error_rate  # noqa: E402
@@ -123,7 +123,8 @@ class OmniSpeechLane(Lane):
         said = repr(args.sentence) if args.sentence else "a generated sentence per request, e.g. " + repr(
             self._sentence(args, 0))
         if args.endpoint == "speech":
-            return [f"POST /v1/audio/speech stream=true response_format=pcm: input {said}; raw PCM chunks"]
+            return [f"POST /v1/audio/speech stream=true response_format=pcm: input {said}; "
+                    "raw 16-bit PCM body, rate in X-Sample-Rate"]
         return [f"POST /v1/chat/completions stream=true modalities=[text, audio] audio.format=wav: "
                 f"'Repeat exactly: ...' with {said}; text WER <= {args.max_wer}, audio >= {args.min_audio}s"]
 
@@ -131,14 +132,23 @@ class OmniSpeechLane(Lane):
         self.streams: dict[int, tuple[list[Chunk], str]] = {}  # request index -> (chunks, text the talker got)
         self.lock = threading.Lock()
 
-    def send(self, args, base, index):
+    def calls(self, args, index):
         said = self._sentence(args, index)
         if args.endpoint == "speech":
-            chunks, latency = self._speech(args, base, said)
+            # sglang-omni streams speech only as raw PCM (speech_service: stream=true requires pcm).
+            return [Call("speech", path="/v1/audio/speech", body={
+                "model": self.served(args), "input": said, "voice": "default",
+                "response_format": "pcm", "stream": True})]
+        return [chat_call(self.served(args), f"Repeat exactly this sentence and nothing else: {said}",
+                          args, modalities=["text", "audio"], audio={"format": "wav"})]
+
+    def send(self, args, base, index):
+        said, call = self._sentence(args, index), self.calls(args, index)[0]
+        if args.endpoint == "speech":
+            chunks, latency = self._speech(args, base, call)
             text, ttft, spoken = "", None, said
         else:
-            res = ask(base, self.served(args), f"Repeat exactly this sentence and nothing else: {said}", args,
-                      modalities=["text", "audio"], audio={"format": "wav"})
+            res = chat_stream(base, call.body, args.timeout)
             chunks = [Chunk(at, *decode_chunk(base64.b64decode(c), DEFAULT_RATE))
                       for at, c in zip(res["audio_at"], res["audio_b64"])]
             if len(chunks) > 2 and chunks[-1].pcm == b"".join(c.pcm for c in chunks[:-1]):
@@ -155,12 +165,11 @@ class OmniSpeechLane(Lane):
                       ok=ok, detail="" if ok else f"text WER {wer:.2f}, {seconds:.2f}s of audio",
                       extra={"sentence": said, "audio_chunks": len(chunks)})
 
-    def _speech(self, args, base, said):
+    def _speech(self, args, base, call):
         """Stream /v1/audio/speech: raw PCM (X-Sample-Rate header), or SSE audio events from older servers."""
-        body = json.dumps({"model": self.served(args), "input": said, "voice": "default",
-                           "response_format": "pcm", "stream": True}).encode()
+        body = json.dumps(call.body).encode()
         start, chunks = time.perf_counter(), []
-        with http("POST", base + "/v1/audio/speech", body, {"Content-Type": "application/json"}, args.timeout) as resp:
+        with http("POST", base + call.path, body, {"Content-Type": "application/json"}, args.timeout) as resp:
             if "text/event-stream" in resp.headers.get("Content-Type", ""):
                 for at, event in sse_events(resp):
                     audio = event.get("audio") or {}

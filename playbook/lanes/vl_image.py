@@ -15,7 +15,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _client import ask  # noqa: E402
+from _client import chat_call, chat_stream  # noqa: E402
 from _lane import Lane, Sample  # noqa: E402
 from _media import COLOURS, SHAPES, Look, data_url, png_image  # noqa: E402
 from _runner import main  # noqa: E402
@@ -96,11 +96,19 @@ class ImageLane(Lane):
         words = [c for c, _ in picks] + ([picks[0][1]] if args.images == 1 else [])
         return urls, words, ", ".join(f"{c} {s}" for c, s in picks)
 
-    def send(self, args, base, index):
+    def _request(self, args, index):
+        """(the chat Call, expected words, what the images are) of one request."""
         urls, words, what = self._parts(args, index)
         parts = [{"type": "image_url", "image_url": {"url": url}} for url in urls]
         parts.append({"type": "text", "text": self._question(args)})
-        res = ask(base, self.served(args), parts, args)
+        return chat_call(self.served(args), parts, args), words, what
+
+    def calls(self, args, index):
+        return [self._request(args, index)[0]]
+
+    def send(self, args, base, index):
+        call, words, what = self._request(args, index)
+        res = chat_stream(base, call.body, args.timeout)
         missing = [w for w in words if not any(names(res["text"], x) for x in SHAPE_WORDS.get(w, (w,)))]
         if not res["text"].strip():
             missing.append("any answer")

@@ -8,26 +8,66 @@ must be named). Every request's clip differs (colour, size, row, direction, tint
 pixel stamp; see _workload) so the multimodal cache cannot answer; --repeat-media sends
 one clip, --media-dir your own videos (path, url and data-url styles). Measures
 latency, TTFT and req/s; --long repeats the same video so the multimodal embedding
-cache is exercised.
+cache is exercised. Processor-output video runs in-process (sglang.Engine with
+tensors; see _processor.py for why HTTP cannot carry it).
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _client import ask, http, sse_events  # noqa: E402
-from _lane import Lane, LaneError, LaneSkip, Sample, comma_choices  # noqa: E402
-from _media import COLOURS, FileServer, Look, avi_frames, avi_video, data_url, moving_square_frames  # noqa: E402
+from _client import chat_call, chat_stream  # noqa: E402
+from _lane import Call, Lane, LaneError, Sample, comma_choices  # noqa: E402
+from _media import COLOURS, FileServer, Look, avi_video, data_url, moving_square_frames  # noqa: E402
+from _processor import WHY_IN_PROCESS, generate_kwargs, load_processor, read_stream  # noqa: E402
 from _runner import main  # noqa: E402
 from _scoring import names  # noqa: E402
 from _workload import media_files, nonce, pick, rng, slot  # noqa: E402
 
 MODES = ("path", "url", "data-url", "processor")
+TRANSPORTS = ("cpu", "cuda_ipc", "cuda_vmm")
+# sglang#30904 (first released in 0.5.16) added --mm-feature-transport and deprecated
+# --keep-mm-feature-on-device (= cuda_ipc); 0.5.23 no longer has the old flag.
+TRANSPORT_FLAG_SINCE = (0, 5, 16)
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """(0, 5, 16) from "0.5.16", "v0.5.16.post1" or "0.5.18rc0"; () when unreadable."""
+    return tuple(int(m) for m in re.findall(r"\d+", text.lstrip("v").split("rc")[0].split(".post")[0])[:3])
+
+
+def installed_sglang() -> str | None:
+    """The sglang version installed for this interpreter, if any (no import of sglang)."""
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:
+        return None
+    try:
+        return version("sglang")
+    except PackageNotFoundError:
+        return None
+
+
+def transport_flags(transport: str | None, sglang_version: str | None) -> list[str]:
+    """The launch flags that place multimodal features as asked, in the target sglang's spelling.
+
+    No --feature-transport: no flag, so the server keeps its default (CPU) and an OOM study
+    measures the default placement. An unknown version is taken to be a current one.
+    """
+    if transport is None:
+        return []
+    if sglang_version is None or version_tuple(sglang_version) >= TRANSPORT_FLAG_SINCE:
+        return ["--mm-feature-transport", transport]
+    if transport == "cuda_ipc":
+        return ["--keep-mm-feature-on-device"]
+    if transport == "cpu":
+        return []  # before 0.5.16 features were always moved to the CPU unless kept on device
+    raise ValueError(f"--feature-transport {transport} needs sglang >= 0.5.16 (--sglang-version {sglang_version})")
 
 
 class VideoLane(Lane):
@@ -35,27 +75,53 @@ class VideoLane(Lane):
 
     name = "vl-video"
     default_model = "Qwen/Qwen3-VL-8B-Instruct"
+    in_process_why = WHY_IN_PROCESS
 
     def add_arguments(self, p):
         p.add_argument("--video-input", default="path,url,data-url",
-                       help=f"Comma-separated input styles, cycled per request: {', '.join(MODES)}.")
+                       help=f"Comma-separated input styles, cycled per request: {', '.join(MODES)} "
+                            "(processor runs alone, in-process).")
         p.add_argument("--long", action="store_true", help="Long video (192 frames) with chunked prefill.")
         p.add_argument("--frames", type=int, default=None, help="Frames (default 16, or 192 with --long).")
         p.add_argument("--fps", type=int, default=2)
         p.add_argument("--size", type=int, default=224, help="Frame side in pixels (multiple of 28).")
         p.add_argument("--chunked-prefill-size", type=int, default=2048, help="With --long.")
+        p.add_argument("--feature-transport", choices=TRANSPORTS, default=None,
+                       help="Where the server keeps multimodal features (default: the server's own, CPU).")
+        p.add_argument("--sglang-version", default=None,
+                       help="sglang version the launch flags are spelled for (default: the installed one, "
+                            "else a current one).")
 
     def label(self, args):
+        if self._modes(args) == ["processor"]:
+            return "vl-video-processor"
         return "vl-long-video-chunked" if args.long else "vl-video"
 
     def _modes(self, args):
-        return comma_choices(self, "--video-input", args.video_input, MODES)
+        modes = comma_choices(self, "--video-input", args.video_input, MODES)
+        if "processor" in modes and len(modes) > 1:
+            raise SystemExit(f"lane {self.name}: error: --video-input processor runs in-process "
+                             "(sglang.Engine) and cannot be mixed with the HTTP styles")
+        return modes
 
     def server_command(self, args):
         cmd = super().server_command(args)
         if args.long:
-            cmd += ["--chunked-prefill-size", str(args.chunked_prefill_size), "--keep-mm-feature-on-device"]
-        return cmd
+            cmd += ["--chunked-prefill-size", str(args.chunked_prefill_size)]
+        try:
+            return cmd + transport_flags(args.feature_transport, args.sglang_version or installed_sglang())
+        except ValueError as exc:
+            raise SystemExit(f"lane {self.name}: error: {exc}") from None
+
+    def engine_kwargs(self, args):
+        if self._modes(args) != ["processor"]:
+            return None
+        kwargs = {"model_path": args.model}
+        if args.long:
+            kwargs["chunked_prefill_size"] = args.chunked_prefill_size
+        if args.feature_transport:
+            kwargs["mm_feature_transport"] = args.feature_transport
+        return kwargs
 
     def validate(self, args):
         if args.media_dir and "processor" in self._modes(args):
@@ -83,12 +149,11 @@ class VideoLane(Lane):
         clip = (f"a video file from {args.media_dir}" if args.media_dir else
                 f"AVI {self._frames(args)} frames {args.size}px @ {args.fps} fps, "
                 f"square {'/'.join(self._colours(args, 0))} in request 0")
-        return [f"POST /v1/chat/completions stream=true: video as {mode} ({clip}); "
-                f"question: {self._question(args)!r}"
+        return [f"POST /v1/chat/completions stream=true: video as {mode} ({clip}); question: {self._question(args)!r}"
                 if mode != "processor" else
-                "POST /generate stream=true: input_ids + video_data=[HF processor output "
-                "(pixel_values_videos, video_grid_thw [[t, h, w]], format=processor_output)] "
-                f"built with transformers.AutoProcessor({args.model}) on the client"
+                f"sglang.Engine.generate(input_ids, video_data=[HF processor output as tensors (pixel_values_videos, "
+                f"video_grid_thw), format=processor_output], stream=True) in-process; {clip}; "
+                f"processor: transformers.AutoProcessor({args.model})"
                 for mode in self._modes(args)]
 
     def prepare(self, args, workdir):
@@ -129,120 +194,56 @@ class VideoLane(Lane):
             self.files[media_slot] = name
         return self.files[media_slot]
 
-    def send(self, args, base, index):
+    def _mode(self, args, index):
         modes = self._modes(args)
-        mode = modes[index % len(modes)]
+        return modes[index % len(modes)]
+
+    def _request(self, args, index):
+        """(input style, the Call, words the answer must name) of one request, from its own clip."""
+        mode = self._mode(args, index)
         name, expected, mime = self._video(args, index)
         path = os.path.join(self.workdir, name)
-        meta = {}
         if mode == "processor":
-            text, latency, ttft, meta = self._processor_request(args, base, path)
+            return mode, Call("engine", method="", body=self._engine_call(args, path)), expected
+        url = {"path": path, "url": self.server.url(name) if self.server else "",
+               "data-url": None}[mode] or data_url(mime, open(path, "rb").read())
+        parts = [{"type": "video_url", "video_url": {"url": url}}, {"type": "text", "text": self._question(args)}]
+        return mode, chat_call(self.served(args), parts, args), expected
+
+    def calls(self, args, index):
+        return [self._request(args, index)[1]]
+
+    def _engine_call(self, args, path):
+        """Engine.generate's arguments for one clip; built once per clip (client-side work is not measured)."""
+        with self.lock:
+            if path not in self.payloads:
+                with open(path, "rb") as fh:
+                    self.payloads[path] = generate_kwargs(self.processor, args.model, fh.read(), args.size, args.fps,
+                                                          self._question(args), args.max_tokens)
+            return self.payloads[path]
+
+    def send(self, args, base, index):
+        mode, call, expected = self._request(args, index)
+        meta = {}
+        if call.kind == "engine":
+            start = time.perf_counter()
+            try:
+                chunks = self.engine.generate(**call.body)
+                text, ttft, meta = read_stream(chunks, start, time.perf_counter)
+            except (ValueError, RuntimeError, TypeError) as exc:
+                raise LaneError(f"sglang.Engine.generate refused the processor output: {type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0] if str(exc) else ''}"[:300]) from None
+            latency = time.perf_counter() - start
         else:
-            url = {"path": path, "url": self.server.url(name) if self.server else "",
-                   "data-url": None}[mode] or data_url(mime, open(path, "rb").read())
-            parts = [{"type": "video_url", "video_url": {"url": url}}, {"type": "text", "text": self._question(args)}]
-            res = ask(base, self.served(args), parts, args)
+            res = chat_stream(base, call.body, args.timeout)
             text, latency, ttft = res["text"], res["latency"], res["ttft"]
         missing = [c for c in expected if not names(text, c)] + ([] if text.strip() else ["any answer"])
         extra = {k: meta[k] for k in ("prompt_tokens", "completion_tokens") if k in meta}
         return Sample(latency, text, ttft=ttft, mode=mode, ok=not missing, extra=extra,
                       detail=f"{mode}: expected {'/'.join(expected)}, missing {missing}" if missing else "")
 
-    def _processor_request(self, args, base, path):
-        """POST /generate with the HF processor's output (SGLang's `format: "processor_output"` input).
-
-        Upstream (vlm_query.ipynb, base_processor.process_and_combine_mm_data) takes the prompt
-        from the top-level `input_ids` (already expanded to one video pad token per merged patch)
-        and each processor key from the single `video_data` item. The reply is streamed so TTFT
-        is the first event with text; each event carries the whole text so far (the default) or,
-        with --incremental-streaming-output, only the new piece.
-        """
-        payload = self._processor_payload(args, path)
-        start, text, ttft, meta = time.perf_counter(), "", None, {}
-        body = json.dumps(payload).encode()
-        with http("POST", base + "/generate", body, {"Content-Type": "application/json"}, args.timeout) as resp:
-            for at, event in sse_events(resp):
-                piece = event.get("text") or ""
-                if piece and ttft is None:
-                    ttft = at - start
-                text = piece if piece.startswith(text) else text + piece
-                meta = event.get("meta_info") or meta
-        return text, time.perf_counter() - start, ttft, meta
-
-    def _processor_payload(self, args, path):
-        """The /generate body for one clip; built once per clip (client-side work is not measured)."""
-        with self.lock:
-            if path not in self.payloads:
-                self.payloads[path] = self._build_payload(args, path)
-            return self.payloads[path]
-
-    def _build_payload(self, args, path):
-        import numpy as np
-
-        # AVI DIB frames are bottom-up BGR; the processor wants top-down RGB (T, H, W, 3).
-        frames = np.stack([np.frombuffer(f, np.uint8).reshape(args.size, args.size, 3)[::-1, :, ::-1]
-                           for f in avi_frames(open(path, "rb").read())])
-        msgs = [{"role": "user", "content": [{"type": "video"}, {"type": "text", "text": self._question(args)}]}]
-        try:
-            prompt = self.processor.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
-            # The frames are already the ones to send: no resampling; fps for Qwen3-VL's timestamps.
-            meta = {"fps": args.fps, "total_num_frames": len(frames), "frames_indices": list(range(len(frames)))}
-            out = self.processor(text=[prompt], videos=[frames], video_metadata=[meta], do_sample_frames=False,
-                                 return_tensors="np")
-        except Exception as exc:  # noqa: BLE001 - any processor failure is one line
-            raise LaneError(f"the HF processor of {args.model} failed on the clip: "
-                            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
-        missing = [k for k in ("input_ids", "pixel_values_videos", "video_grid_thw") if k not in out]
-        if missing:
-            raise LaneError(f"the HF processor of {args.model} returned no {missing} (keys: {sorted(out)})")
-        # input_ids and attention_mask are the text side: input_ids goes top-level, the mask is unused.
-        item = {k: _jsonable(v) for k, v in out.items() if k not in ("input_ids", "attention_mask")}
-        item["format"] = "processor_output"
-        return {"input_ids": _jsonable(out["input_ids"])[0], "video_data": [item], "stream": True,
-                "sampling_params": {"max_new_tokens": args.max_tokens, "temperature": 0}}
-
     def passed(self, args, samples):
         return f"all {len(samples)} answers name the square's colour(s)"
-
-
-PIP_PROCESSOR = "python -m pip install numpy 'transformers>=4.57'"
-
-
-def load_processor(model: str):
-    """The model's HF processor; a missing library skips the lane, an unloadable processor is one line."""
-    missing = [m for m in ("numpy", "transformers") if not _importable(m)]
-    if missing:
-        raise LaneSkip(f"--video-input processor needs {' and '.join(missing)} on the client: {PIP_PROCESSOR}")
-    from transformers import AutoProcessor
-
-    try:
-        return AutoProcessor.from_pretrained(model)
-    except Exception as exc:  # noqa: BLE001 - hub, config and version errors all end the run the same way
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise LaneError(f"cannot load the HF processor of {model}: {type(exc).__name__}: {first}"[:300]) from None
-
-
-def _importable(module: str) -> bool:
-    try:
-        __import__(module)
-    except ImportError:
-        return False
-    return True
-
-
-def _jsonable(value):
-    """Arrays to nested lists; grids stay nested ([[t, h, w]]) because upstream iterates their rows.
-
-    Floats are rounded to 4 decimals: the vision tower runs in bf16, and short decimals keep
-    the JSON body a third of full float64 reprs.
-    """
-    if not hasattr(value, "tolist"):
-        return value
-    if getattr(value, "dtype", None) is not None and value.dtype.kind == "f":
-        import numpy as np
-
-        return np.round(value.astype(np.float64), 4).tolist()
-    return value.tolist()
 
 
 if __name__ == "__main__":

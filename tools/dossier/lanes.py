@@ -1,7 +1,8 @@
 """The GPU validation lanes of playbook/lanes.yaml: the registry, how a lane runs, its dry-run.
 
 The dry-run probe is behind rule L012: every lane script must print its plan with
-`--dry-run`, and the server command it prints must match the registry's `server.cmd`.
+`--dry-run`, and the server command it prints must match the registry's `server.cmd`
+(or, for an in-process lane, its `engine:` line the registry's `engine`).
 All probes run in one batch interpreter (one process per lane, in parallel, only
 when the batch breaks), and verdicts are cached by the content of the lane entry
 and of every script in the lane's folder, so `dossier check` stays fast.
@@ -80,7 +81,10 @@ def lane_argv(root: Path, lane: dict, extra=(), python: str | None = None) -> li
 
 
 def expected_server_line(lane: dict) -> re.Pattern | None:
-    """The `server:` line a dry-run must print, from server.cmd/env ({port} matches any port)."""
+    """The `server:` line a dry-run must print, from server.cmd/env ({port} matches any port), or the `engine:` line."""
+    if isinstance(lane.get("engine"), str):  # an in-process lane prints `engine: sglang.Engine(...)`
+        text = re.escape(lane["engine"]).replace(re.escape("{model}"), re.escape(str(lane.get("model", ""))))
+        return re.compile(rf"^engine: {text}$", re.M)
     server = lane.get("server") or {}
     cmd = server.get("cmd") if isinstance(server, dict) else None
     if not cmd:
@@ -109,8 +113,9 @@ def _verdict(lane: dict, code: int, stdout: str, stderr: str) -> tuple[bool, str
         return False, f"--dry-run exited {code}: {last[:200]}"
     pattern = expected_server_line(lane)
     if pattern is not None and not pattern.search(stdout):
-        printed = next((l for l in stdout.splitlines() if l.startswith("server: ")), "no server line")
-        return False, f"--dry-run server command differs from server.cmd: {printed[:200]}"
+        key = "engine" if isinstance(lane.get("engine"), str) else "server"
+        printed = next((l for l in stdout.splitlines() if l.startswith(f"{key}: ")), f"no {key} line")
+        return False, f"--dry-run {key} command differs from {key}{'.cmd' if key == 'server' else ''}: {printed[:200]}"
     return True, "ok"
 
 

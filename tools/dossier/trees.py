@@ -134,7 +134,26 @@ def list_tree(config: Config, repo: str, clone: str, ref: str = "HEAD") -> tuple
     txt_path, sym_path = listing_paths(config.root, repo)
     write_atomic(txt_path, text)
     write_atomic(sym_path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    _write_contract(config.root, repo, commit, history, all_paths)
     return txt_path, sym_path, len(text.encode())
+
+
+def contract_path(root: Path, repo: str) -> Path:
+    """references/trees/<repo>.contract.json: the request contract at the pin (dossier.upstream_facts)."""
+    return root / TREES_DIR / f"{repo}.contract.json"
+
+
+def _write_contract(root: Path, repo: str, commit: str, history, paths: list[str]) -> None:
+    from .upstream_facts import contract
+
+    def read(path: str) -> str | None:
+        blob = history.file_at(commit, path)
+        return blob.decode("utf-8", "replace") if blob is not None else None
+
+    facts = contract(repo, read, paths)
+    if facts is not None:
+        doc = {"repo": repo, "commit": commit, **facts}
+        write_atomic(contract_path(root, repo), json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 def load_symbols(root: Path) -> dict[str, dict[str, set[str]]]:

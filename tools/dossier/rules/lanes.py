@@ -84,7 +84,7 @@ def lane_script_missing(ctx):
 
 @rule("L012", "lane-dry-run-fails", scope="project", background=True)
 def lane_dry_run_fails(ctx):
-    """A lane script fails `--dry-run`, or the server command it prints is not the registry's `server.cmd`.
+    """A lane script fails `--dry-run`, or the server command it prints is not the registry's `server.cmd` (`engine`).
 
     `dossier check` runs `script --dry-run <args> --model <model>` for each lane, in
     parallel, and caches the verdict in `.dossier-cache/` by the hash of the entry and
