@@ -107,14 +107,22 @@ class CrossRefs:
     def entry_cards(self, entry: dict) -> list[str]:
         return [cid for cid in (self.card_ref(r) for r in as_list(entry.get("cards"))) if cid]
 
+    @cached_property
+    def _cited_by_entry(self) -> dict[str, set[str]]:
+        """Entry id -> the cards it lists; read once, since every card and lane page asks."""
+        return {eid: set(self.entry_cards(e)) for eid, e in self.entries.items()}
+
+    @cached_property
+    def _cited_by_lane(self) -> dict[str, set[str]]:
+        return {lid: {self.card_ref(r) for r in as_list(lane.get("cards"))} for lid, lane in self.lanes.items()}
+
     def cites(self, card_id: str) -> tuple[list[str], list[str]]:
         """Playbook entries and lanes that cite a card (by listing it, or named by it)."""
         meta = (self.cards[card_id].meta or {}) if card_id in self.cards else {}
         named = {slug(s) for s in as_list(meta.get("symptoms"))}
-        entries = [eid for eid, e in self.entries.items() if card_id in self.entry_cards(e) or eid in named]
+        entries = [eid for eid in self.entries if card_id in self._cited_by_entry[eid] or eid in named]
         lanes = {slug(l) for l in as_list(meta.get("lanes")) if slug(l) in self.lanes}
-        lanes |= {lid for lid, lane in self.lanes.items()
-                  if card_id in {self.card_ref(r) for r in as_list(lane.get("cards"))}}
+        lanes |= {lid for lid, cards in self._cited_by_lane.items() if card_id in cards}
         return entries, sorted(lanes)
 
     # ---- files and their pages ---------------------------------------------------
