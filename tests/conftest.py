@@ -74,3 +74,17 @@ def kb(tmp_path) -> Path:
 @pytest.fixture
 def repo_root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def tiny_site(tmp_path_factory) -> tuple[Path, Path]:
+    """(knowledge base, built site) of site_harness's one-card knowledge base plus its broken cards:
+    one `mkdocs build --strict` for the site and browser tests of a worker."""
+    from site_harness import add_broken_cards, build_site, make_site_kb
+
+    base = tmp_path_factory.mktemp("tiny")
+    root = make_site_kb(base / "kb")
+    add_broken_cards(root)
+    res = build_site(root, base / "site")
+    assert res.returncode == 0, res.stderr[-3000:]
+    return root, base / "site"

@@ -66,13 +66,18 @@ def new_lane(lane_id: str, *extra: str):
 @contextlib.contextmanager
 def client_tools():
     """The fake espeak-ng on PATH and the fake transformers importable, for this process."""
-    old_path = os.environ.get("PATH", "")
-    os.environ["PATH"] = f"{FAKES / 'bin'}{os.pathsep}{old_path}"
+    old = {key: os.environ.get(key) for key in ("PATH", "FAKE_ESPEAK_PYTHON")}
+    os.environ["PATH"] = f"{FAKES / 'bin'}{os.pathsep}{old['PATH'] or ''}"
+    os.environ["FAKE_ESPEAK_PYTHON"] = sys.executable
     sys.path.insert(0, str(FAKES / "hf"))
     try:
         yield
     finally:
-        os.environ["PATH"] = old_path
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         sys.path.remove(str(FAKES / "hf"))
 
 
@@ -98,7 +103,7 @@ def launch(lane_id: str, *extra: str) -> tuple[list[str] | None, dict, dict | No
 
 def subprocess_env(**env: str) -> dict:
     """Environment for running a lane script with the fakes (espeak-ng, transformers, sglang)."""
-    out = dict(os.environ, **env)
+    out = dict(os.environ, FAKE_ESPEAK_PYTHON=sys.executable, **env)
     out["PATH"] = f"{FAKES / 'bin'}{os.pathsep}{out.get('PATH', '')}"
     paths = [str(FAKES / "hf"), str(FAKES / "engine"), out.get("PYTHONPATH", "")]
     out["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from test_site import CARD, build_site, make_site_kb
+from site_harness import CARD
 
 CHROMIUM = Path(os.environ.get("DOSSIER_CHROMIUM", "/usr/bin/chromium"))
 CHROMEDRIVER = Path(os.environ.get("DOSSIER_CHROMEDRIVER", "/usr/bin/chromedriver"))
@@ -41,12 +41,8 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    base = tmp_path_factory.mktemp("browser")
-    root = make_site_kb(base / "kb")
-    out = base / "site"
-    res = build_site(root, out)
-    assert res.returncode == 0, res.stderr[-3000:]
+def served(tiny_site):
+    _, out = tiny_site
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(out)))
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
@@ -55,14 +51,17 @@ def served(tmp_path_factory):
     server.server_close()
 
 
-@pytest.fixture
-def browser(tmp_path, monkeypatch):
-    monkeypatch.setenv("SE_OFFLINE", "true")  # selenium manager must never download a driver
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """One Chromium for the module's tests (each loads its own page)."""
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"):
+    for flag in (*FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium') / 'profile'}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SE_OFFLINE", "true")  # selenium manager must never download a driver
+        driver = webdriver.Chrome(options=options,
+                                  service=webdriver.ChromeService(executable_path=str(CHROMEDRIVER)))
     driver.set_page_load_timeout(60)
     yield driver
     driver.quit()

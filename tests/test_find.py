@@ -14,6 +14,7 @@ from dossier.config import load_config
 from dossier.kb import KnowledgeBase
 from dossier.yamlio import read_yaml
 
+from conftest import ROOT
 from test_playbook import make_kb
 
 SECOND = """\
@@ -43,10 +44,16 @@ def run(kb, *args):
     return CliRunner().invoke(main, ["find", *args, "--root", str(kb)])
 
 
-def test_shipped_queries_find_the_expected_file(repo_root):
+@pytest.fixture(scope="module")
+def shipped_index() -> dict:
+    """The shipped knowledge base's index, built once for the tests that search it (searching only reads it)."""
+    return find.build_index(KnowledgeBase(load_config(ROOT)))  # no cache write into the checkout
+
+
+def test_shipped_queries_find_the_expected_file(repo_root, shipped_index):
     queries = read_yaml(repo_root / "tests" / "find_queries.yaml")["queries"]
     assert len(queries) >= 25
-    index = find.build_index(KnowledgeBase(load_config(repo_root)))  # no cache write into the checkout
+    index = shipped_index
     misses = []
     for q in queries:
         top = find.search(index, q["q"], limit=10)["files"][:5]
@@ -165,7 +172,7 @@ def test_an_entry_shares_its_evidence_among_its_files():
     assert find.rank_files([(30.0, entry), (9.0, card)])[0][0] == ("r", "a.py")
 
 
-def test_find_on_real_upstream_reports(repo_root):
+def test_find_on_real_upstream_reports(repo_root, shipped_index):
     """100+ user reports from upstream threads, each mapped to the fixing PR's card and file.
 
     The fixing card must be in the top five for 85% of them and the right file first for
@@ -183,7 +190,6 @@ def test_find_on_real_upstream_reports(repo_root):
     assert sum(r["topic"] in ("omni", "asr") for r in reports) * 3 >= len(reports)
     for r in reports:
         assert (repo_root / "references" / "cards" / f"{r['card']}.md").exists(), r
-    index = find.build_index(KnowledgeBase(load_config(repo_root)))
-    s = find_eval.summary(find_eval.score(reports, index))
+    s = find_eval.summary(find_eval.score(reports, shipped_index))
     assert s["card_top5"] >= 0.85, s
     assert s["file_first"] >= 0.70, s

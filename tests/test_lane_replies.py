@@ -113,11 +113,13 @@ class Replay:
                     self.wfile.flush()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        # a short poll keeps shutdown() quick (the default waits up to half a second)
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
     def close(self):
         self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def _send(lane_id: str, routes: dict, *extra: str):

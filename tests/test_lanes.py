@@ -117,7 +117,7 @@ def test_unreachable_server_is_one_line():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    res = run_lane("asr-offline", "--server-url", f"http://127.0.0.1:{port}", "--health-timeout", "1")
+    res = run_lane("asr-offline", "--server-url", f"http://127.0.0.1:{port}", "--health-timeout", "0.5")
     assert res.returncode == 2
     assert res.stderr.strip().count("\n") == 0 and "did not become healthy" in res.stderr
 
@@ -139,10 +139,10 @@ def test_launch_waits_for_health_then_runs(tmp_path):
 def test_launch_never_healthy_times_out_cleanly(tmp_path):
     cmd = f"{sys.executable} -c 'import time; time.sleep(60)'"
     res = run_lane("vl-single-image", "--launch", "--server-cmd", cmd, "--port", str(_free_port()),
-                   "--health-timeout", "1", "--log-dir", str(tmp_path), timeout=30)
+                   "--health-timeout", "0.5", "--log-dir", str(tmp_path), timeout=30)
     assert res.returncode == 2
     line = res.stderr.strip()
-    assert "\n" not in line and "did not become healthy within 1s" in line and "server.log" in line
+    assert "\n" not in line and "did not become healthy within 0.5s" in line and "server.log" in line
 
 
 def test_launch_of_a_crashing_server_says_so(tmp_path):

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import html
-import os
 import posixpath
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +13,6 @@ import yaml
 
 from dossier import radar
 from dossier.config import load_config
-from dossier.fetch import lock_from_diff
 from dossier.kb import KnowledgeBase
 from dossier.playbook import load as load_playbook
 from dossier.rules import RULES
@@ -24,103 +20,7 @@ from dossier.site import Site, slug
 from dossier.site.check_pages import output_page
 from dossier.site.markdown import link_pr_numbers, rewrite_links
 
-ROOT = Path(__file__).resolve().parents[1]
-SITE_FILES = ("mkdocs.yml", "docs", "docs_hooks")
-
-DIFF = """\
-diff --git a/python/sglang/srt/models/qwen2_5_vl.py b/python/sglang/srt/models/qwen2_5_vl.py
---- a/python/sglang/srt/models/qwen2_5_vl.py
-+++ b/python/sglang/srt/models/qwen2_5_vl.py
-@@ -10,3 +10,6 @@ class Qwen2_5_VisionTransformer:
-     def forward(self, x):
--        return self.blocks(x)
-+        return fused_window_attention(self.blocks, x)
-+
-+def fused_window_attention(blocks, x):
-+    return blocks(x)
- 
-"""
-
-CARD = """\
----
-repo: sglang
-pr: 101
-title: "Fuse window attention in the Qwen2.5-VL vision tower"
-state: merged
-merged: 2026-01-02
-url: https://github.com/sgl-project/sglang/pull/101
-stats: {files: 1, additions: 4, deletions: 1}
-families: [qwen2.5-vl]
-kind: perf
-symptoms: [slow-vit]
-lanes: [vl-single-image]
----
-
-# Fuse window attention in the Qwen2.5-VL vision tower
-
-## Motivation
-
-The vision tower spent most of its prefill time in per-window attention calls.
-
-## Key implementation
-
-`Qwen2_5_VisionTransformer.forward` now calls `fused_window_attention` (after #99, itself #101); see [the playbook](../../playbook.md),
-[a sibling card](101.md) and [a missing file](../../nowhere.md).
-
-## Key code excerpts
-
-### `python/sglang/srt/models/qwen2_5_vl.py` `@@ -10,3 +10,6 @@`
-
-```
--        return self.blocks(x)
-+        return fused_window_attention(self.blocks, x)
-+def fused_window_attention(blocks, x):
-```
-
-## Reviewed files
-
-### Runtime
-
-- `python/sglang/srt/models/qwen2_5_vl.py`
-
-## Validation
-
-Run the `vl-single-image` lane and compare time to first token.
-"""
-
-PLAYBOOK = {"entries": [{
-    "id": "slow-vit", "symptom": "Image requests have a slow first token on Qwen2.5-VL",
-    "sublane": "vision-encoder", "cards": ["sglang/101"], "lanes": ["vl-single-image"],
-    "knobs": ["--mm-attention-backend fa3"], "measure": ["TTFT"],
-}]}
-
-
-def make_site_kb(root: Path) -> Path:
-    """A knowledge base with one card, its lock, one playbook entry, and the site config."""
-    root.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "dossier.toml", root / "dossier.toml")
-    (root / "playbook").mkdir(exist_ok=True)
-    shutil.copy(ROOT / "playbook" / "lanes.yaml", root / "playbook" / "lanes.yaml")
-    for name in SITE_FILES:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, root / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(src, root / name)
-    config = load_config(root)
-    lock_from_diff(config, "sglang", 101, DIFF.encode(), "Fuse window attention in the Qwen2.5-VL vision tower",
-                   "merged", "2026-01-02")
-    card = config.card_path("sglang", 101)
-    card.parent.mkdir(parents=True)
-    card.write_text(CARD, encoding="utf-8")
-    (root / "playbook" / "symptoms.yaml").write_text(yaml.safe_dump(PLAYBOOK), encoding="utf-8")
-    return root
-
-
-def build_site(root: Path, out: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
-                          cwd=root, capture_output=True, text=True, env=env, timeout=300)
+from site_harness import ROOT, build_site, make_site_kb
 
 
 def text_of(page: str) -> str:
@@ -180,18 +80,8 @@ def test_rule_pages_carry_the_registry_text(real_site):
         assert needle in check
 
 
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> tuple[Path, Path]:
-    base = tmp_path_factory.mktemp("tiny")
-    root = make_site_kb(base / "kb")
-    out = base / "site"
-    res = build_site(root, out)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return root, out
-
-
-def test_tiny_site_pages(tiny):
-    root, out = tiny
+def test_tiny_site_pages(tiny_site):
+    root, out = tiny_site
     missing = sorted(p for p in expected_pages(root) if not (out / p).is_file())
     assert not missing
     assert "cards/sglang/101.html" in expected_pages(root)
@@ -200,21 +90,16 @@ def test_tiny_site_pages(tiny):
     assert 'data-md-color-scheme="default"' in home and 'data-md-color-scheme="slate"' in home, "light/dark toggle"
 
 
-def test_broken_cards_still_get_a_page_and_the_build_stays_strict(tmp_path):
-    root = make_site_kb(tmp_path / "kb")
-    cards = root / "references" / "cards" / "sglang"
-    (cards / "7.md").write_text("# no frontmatter\n\nSee [x](../../missing.md).\n", encoding="utf-8")
-    (cards / "8.md").write_text("---\nrepo: [unclosed\n---\n\n# broken yaml\n", encoding="utf-8")
-    res = build_site(root, tmp_path / "site")
-    assert res.returncode == 0, res.stderr[-3000:]
+def test_broken_cards_still_get_a_page_and_the_build_stays_strict(tiny_site):
+    _, out = tiny_site  # built with --strict, cards 7 and 8 broken
     for pr in (7, 8, 101):
-        assert (tmp_path / "site" / "cards" / "sglang" / f"{pr}.html").is_file()
-    index = (tmp_path / "site" / "cards" / "index.html").read_text(encoding="utf-8")
+        assert (out / "cards" / "sglang" / f"{pr}.html").is_file()
+    index = (out / "cards" / "index.html").read_text(encoding="utf-8")
     assert index.count("(no evidence lock)") == 2
 
 
-def test_card_page_facts_diff_and_backlinks(tiny):
-    _, out = tiny
+def test_card_page_facts_diff_and_backlinks(tiny_site):
+    _, out = tiny_site
     html = (out / "cards" / "sglang" / "101.html").read_text(encoding="utf-8")
     assert "repo: sglang" not in html, "frontmatter must be shown as a table, not raw"
     assert '<a href="https://github.com/sgl-project/sglang/pull/101">sglang#101</a>' in html
@@ -230,8 +115,8 @@ def test_card_page_facts_diff_and_backlinks(tiny):
     assert '<a href="101.html">#101</a>' in html, "PR numbers with a card link the card"
 
 
-def test_family_lane_and_entry_pages_link_the_card(tiny):
-    root, out = tiny
+def test_family_lane_and_entry_pages_link_the_card(tiny_site):
+    root, out = tiny_site
     family = (out / "families" / "qwen2.5-vl.html").read_text(encoding="utf-8")
     assert 'href="../cards/sglang/101.html"' in family
     assert "python/sglang/srt/models/qwen2_5_vl.py" in family
