@@ -20,7 +20,8 @@ _BULLET_PATH = re.compile(r"^\s*[-*]\s+`([^`]+)`")
 _BULLET = re.compile(r"^\s*[-*]\s+\S")
 # A test named the way pytest names it: `path/to/test_x.py::TestCase::test_name`.
 TEST_REF = re.compile(r"`([\w./-]+\.py)::([A-Za-z_][\w]*(?:::[A-Za-z_][\w]*)?)`")
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
+# A fence line: indent, the fence itself (``` or ~~~, as CommonMark has it), the info string.
+FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)(.*)$")
 
 
 def is_fence(line: str) -> bool:
@@ -28,7 +29,7 @@ def is_fence(line: str) -> bool:
 
     The one fence test: card parsing, prose rules and the site must agree on what is code.
     """
-    return bool(_FENCE.match(line))
+    return bool(FENCE.match(line))
 
 
 @dataclass

@@ -14,8 +14,9 @@ from typing import Callable
 
 import yaml
 
+from ..cards import FENCE, is_fence
+
 _LINK = re.compile(r"(!?\[[^\]\n]*\])\(([^)\s]+)((?:\s+\"[^\"]*\")?)\)")
-_FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)(.*)$")
 _CODE_OR_LINK = re.compile(r"(`[^`\n]*`|!?\[[^\]\n]*\]\([^)\n]*\)|<[^>\n]*>)")
 _PR_NUMBER = re.compile(r"(?<![\w/#&])#(\d{1,6})\b")
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
@@ -84,7 +85,7 @@ def diff_fences(body: str) -> str:
     """Fences under "Key code excerpts" become ```diff blocks, whatever the card wrote."""
     out, section, fenced = [], "", False
     for line in body.split("\n"):
-        m = _FENCE.match(line)
+        m = FENCE.match(line)
         if m:
             if not fenced and section == "Key code excerpts":
                 line = f"{m.group(1)}{m.group(2)}diff"
@@ -111,7 +112,7 @@ def outside_code(text: str, func: Callable[[str], str]) -> str:
     """Apply func to the parts of Markdown outside fenced code blocks."""
     out, chunk, fenced = [], [], False
     for line in text.split("\n"):
-        if _FENCE.match(line):
+        if is_fence(line):
             if not fenced:
                 out.append(func("\n".join(chunk)) if chunk else None)
                 chunk = []
