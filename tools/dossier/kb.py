@@ -263,6 +263,16 @@ class KnowledgeBase:
         return stale_outputs(self)
 
     @cached_property
+    def pinned_paths(self) -> dict[str, set[str]]:
+        """Per repo: the paths of the tree listing at the pinned SHA (references/trees/<repo>.txt)."""
+        out: dict[str, set[str]] = {}
+        for repo in self.config.repos:
+            listing = self.root / TREES_DIR / f"{repo}.txt"
+            if listing.is_file():
+                out[repo] = {l for l in listing.read_text(encoding="utf-8").splitlines() if l and not l.startswith("#")}
+        return out
+
+    @cached_property
     def known_files(self) -> dict[str, set[str]]:
         """Per repo: every path a lock or a stored tree listing knows."""
         out: dict[str, set[str]] = {}

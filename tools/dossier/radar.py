@@ -141,6 +141,15 @@ def validate(items: list[Item], repos=None) -> list[tuple[int, str]]:
                 problems.append((item.at(key), f"{name}: {key} must be a list of strings"))
         if "lanes" in d and not d["lanes"]:
             problems.append((item.at("lanes"), f"{name}: name at least one lane"))
+        merged = d.get("upstream_merged")
+        if merged is not None:
+            if not isinstance(merged, list) or not all(
+                    isinstance(m, dict) and isinstance(m.get("pr"), int) and not isinstance(m.get("pr"), bool)
+                    and isinstance(m.get("what"), str) and m["what"].strip() for m in merged):
+                problems.append((item.at("upstream_merged"),
+                                 f"{name}: upstream_merged must be a list of {{pr: N, what: text}}"))
+        if "remains" in d and (not isinstance(d["remains"], str) or not d["remains"].strip()):
+            problems.append((item.at("remains"), f"{name}: remains must be non-empty text"))
         status = d.get("path_status")
         if status is not None:
             if not isinstance(status, dict):
@@ -273,6 +282,9 @@ def _row(config: Config, item: Item) -> dict:
         "symptom": text(d.get("symptom")),
         "notes": text(d.get("notes")),
         "source": text(d.get("source")),
+        "upstream_merged": [{"pr": m["pr"], "what": text(m.get("what"))} for m in d.get("upstream_merged") or []
+                            if isinstance(m, dict) and isinstance(m.get("pr"), int)],
+        "remains": text(d.get("remains")),
     }
 
 

@@ -60,9 +60,14 @@ def listing_paths(root: Path, repo: str) -> tuple[Path, Path]:
     return base / f"{repo}.txt", base / f"{repo}.symbols.json"
 
 
+# Top-level entry points users run (`python -m sglang.launch_server`, `sglang.bench_serving`).
+TREE_ENTRY_POINTS = {"sglang": re.compile(r"python/sglang/[\w]+\.py")}
+
+
 def keep_path(repo: str, path: str) -> bool:
     roots = TREE_ROOTS.get(repo)
-    if roots and not path.startswith(roots):
+    entry = TREE_ENTRY_POINTS.get(repo)
+    if roots and not path.startswith(roots) and not (entry and entry.fullmatch(path)):
         return False
     if path.startswith(TREE_SKIP) or "/multimodal_gen/" in path:
         return False
@@ -116,7 +121,7 @@ def list_tree(config: Config, repo: str, clone: str, ref: str = "HEAD") -> tuple
         raise DossierError(f"{repo} at {ref}: no paths under {', '.join(TREE_ROOTS.get(repo, ('/',)))}")
     label = "pinned" if ref == config.repo(repo).pinned else ref
     header = (f"# {repo} tree at {commit} ({label}); listed by `dossier tree`\n"
-              f"# folders: {', '.join(TREE_ROOTS.get(repo, ('(all)',)))}; assets and multimodal_gen skipped\n")
+              f"# folders: {', '.join(TREE_ROOTS.get(repo, ('(all)',)))}{'; top-level python/sglang/*.py' if repo in TREE_ENTRY_POINTS else ''}; assets and multimodal_gen skipped\n")
     text = header + "\n".join(paths) + "\n"
     symbols = {}
     for path in symbol_targets(config, repo, all_paths):

@@ -51,6 +51,21 @@ def radar_merged_without_card(ctx):
                          f"run `dossier fetch {d['repo']} {d['number']}` and `dossier new {d['repo']} {d['number']}`")
 
 
+@rule("R006", "radar-resolution-without-card", scope="project")
+def radar_resolution_without_card(ctx):
+    """A radar entry says upstream merged a PR for it (`upstream_merged`) that has no card.
+
+    An item resolved upstream says by which PR, and that PR is read from its diff like any
+    other: write its card (`dossier fetch REPO N`, `dossier new REPO N`) or drop the line.
+    """
+    for item in _valid_items(ctx):
+        d = item.data
+        for m in d.get("upstream_merged") or []:
+            if isinstance(m, dict) and f"{d['repo']}/{m.get('pr')}" not in ctx.card_ids:
+                yield _f(ctx, item.at("upstream_merged"), "R006",
+                         f"{d['id']}: upstream_merged names {d['repo']}#{m.get('pr')}, which has no card")
+
+
 @rule("R003", "radar-stale", scope="project")
 def radar_stale(ctx):
     """A radar entry was last checked longer ago than `[radar] max_age_days` (default 30).
