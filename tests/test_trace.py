@@ -237,3 +237,20 @@ def test_commits_without_a_pr_number_are_excluded_by_sha(upstream, kb):
     (kb / "references/trace-exclusions.yaml").write_text(
         f"- repo: sglang\n  commit: {sha[:12]}\n  pr: 3\n  reason: both keys given here\n")
     assert [f.code for f in run_check(KnowledgeBase(load_config(kb)), select=["L020"])] == ["L020"]
+
+
+def test_suggest_renames_follows_a_pattern_glob(upstream, kb):
+    # A `dir/**` glob: git cannot --follow a pattern, so one walk over every first-parent
+    # rename finds the directory move (V1 under sglang_omni_v1/ moved into sglang_omni/).
+    upstream.write("sglang_omni_v1/scheduling/simple_scheduler.py", "class S:\n    pass\n" * 20)
+    upstream.write("README.md", "hi\n")
+    upstream.commit("V1 pipeline (#334)")
+    (upstream.path / "sglang_omni/scheduling").mkdir(parents=True)
+    upstream.run("mv", "sglang_omni_v1/scheduling/simple_scheduler.py", "sglang_omni/scheduling/simple_scheduler.py")
+    upstream.commit("retire V0 (#435)")
+    (kb / "dossier.toml").write_text((kb / "dossier.toml").read_text().split("[[families")[0])
+    res = CliRunner().invoke(main, ["trace", "--all", "--repo", "sglang-omni", "--clone", str(upstream.path),
+                                    "--suggest-renames", "--format", "json", "--root", str(kb)])
+    assert res.exit_code == 0, res.output
+    found = {(r["family"], r["old_path"], r["until"]) for r in json.loads(res.output)}
+    assert ("mm-plumbing", "sglang_omni_v1/scheduling/simple_scheduler.py", 435) in found

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 
-from .config import Config
+from .config import Config, glob_match
 from .errors import DossierError
 from .evidence import file_lines, line_hash, load_lock
 from .yamlio import read_yaml
@@ -117,7 +117,10 @@ def trace(config: Config, repo: str, clone: str, families: list[str], ref: str |
 
 
 def suggest_renames(config: Config, repo: str, clone: str, families: list[str], ref: str | None = None) -> list[dict]:
-    """Renames git detects in the history of each exact-path glob, not yet declared as former paths."""
+    """Renames git detects behind each family's globs, not yet declared as former paths.
+
+    An exact path is followed back with `git log --follow`; a pattern (`dir/**`) by the
+    first-parent renames whose new path it matches, from one walk over its directory."""
     from .sources.git import History, open_clone
 
     history = History(open_clone(clone), resolve_ref(config, repo, ref))
@@ -125,13 +128,20 @@ def suggest_renames(config: Config, repo: str, clone: str, families: list[str], 
     for name in families:
         fam = config.families[name]
         declared = {g for f in fam.former if f.repo == repo for g in f.globs}
+
+        def undeclared(old: str) -> bool:
+            return (old not in declared and not fam.matches(repo, old)
+                    and not any(glob_match(old, g) for g in declared))
+
         for glob in fam.globs.get(repo, ()):
-            if any(c in glob for c in "*?["):
-                continue  # git follows one file, not a pattern
-            for old, new, pr, date in history.renames(glob):
-                if old not in declared and not fam.matches(repo, old):
-                    out.append({"family": name, "path": glob, "old_path": old, "renamed_to": new, "until": pr,
-                                "date": date})
+            if not any(c in glob for c in "*?["):
+                renames = history.renames(glob)
+            else:
+                renames = [r for r in history.all_renames() if glob_match(r[1], glob)]
+            for old, new, pr, date in renames:
+                if undeclared(old):
+                    out.append({"family": name, "path": glob if glob == new else new, "old_path": old,
+                                "renamed_to": new, "until": pr, "date": date})
     return out
 
 

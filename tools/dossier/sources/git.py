@@ -59,6 +59,7 @@ class History:
         self.ref = ref
         self._index: dict[int, PrCommit] | None = None
         self._hunk_text: dict[tuple[str, str], str] = {}  # (commit, path) -> changed lines, for former paths
+        self._renames: list[tuple[str, str, int | None, str]] | None = None
 
     def _resolve_ref(self) -> str:
         try:
@@ -193,6 +194,31 @@ class History:
                 parts = line.split("\t")
                 if parts and parts[0].startswith("R") and len(parts) == 3:
                     found.append((parts[1], parts[2], pr_from_subject(subject), _iso_date(date)))
+        return found
+
+
+    def all_renames(self) -> list[tuple[str, str, int | None, str]]:
+        """(old path, new path, PR, date) of every first-parent rename: one history walk, for
+        families whose globs are patterns, which `git log --follow` cannot trace. No pathspec,
+        since git pairs a rename only when both of its paths are inside the pathspec."""
+        if self._renames is not None:
+            return self._renames
+        head = self._resolve_ref()
+        try:
+            # -l: big moves (#435 moved hundreds of files) exceed git's default rename limit.
+            out = self.repo.git.log("--first-parent", "-M", "-l20000", "--diff-filter=R", "--name-status",
+                                    f"--format=\x1e%H{_SEP}%aI{_SEP}%s", head)
+        except git.GitCommandError:
+            return []
+        found = []
+        for block in out.split("\x1e")[1:]:
+            head_line, _, rest = block.partition("\n")
+            _, date, subject = head_line.split(_SEP, 2)
+            for line in rest.splitlines():
+                parts = line.split("\t")
+                if parts and parts[0].startswith("R") and len(parts) == 3:
+                    found.append((parts[1], parts[2], pr_from_subject(subject), _iso_date(date)))
+        self._renames = found
         return found
 
 
