@@ -90,6 +90,16 @@ def test_exclusion_rule(kb):
     assert "invalid YAML" in _l020(kb)[0].message
 
 
+def test_exclusion_reason_cut_by_a_yaml_comment(kb):
+    path = kb / "references/trace-exclusions.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("- repo: sglang\n  pr: 5\n  reason: lint sweep, later reverted by #9 in full\n")
+    found = _l020(kb)
+    assert [(f.line, f.col) for f in found] == [(3, 41)] and "quote it" in found[0].message
+    path.write_text("- repo: sglang\n  pr: 5\n  reason: 'lint sweep, later reverted by #9 in full'\n")
+    assert _l020(kb) == []
+
+
 def test_family_glob_matching_nothing(kb):
     trees = kb / "references/trees"
     trees.mkdir(parents=True)

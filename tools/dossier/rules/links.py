@@ -27,6 +27,9 @@ def card_unknown_symptom(ctx, card):
             yield Finding(ctx.rel(card.path), card.key_line("symptoms"), 1, "L002", f"unknown playbook symptom '{sid}'")
 
 
+_PLAIN_REASON = re.compile(r"\s*(?:-\s+)?reason:\s+([^'\"|>\s].*)$")
+
+
 @rule("L020", "trace-exclusion", scope="project")
 def trace_exclusion(ctx):
     """A trace exclusion is malformed, has no reason, repeats, or excludes a PR that has a card.
@@ -45,6 +48,14 @@ def trace_exclusion(ctx):
         return
     if data is None:
         return
+    # In a plain (unquoted) YAML scalar, " #" starts a comment: "superseded by #1126" would
+    # silently end the reason at "superseded by".
+    text = (ctx.root / EXCLUSIONS).read_text(encoding="utf-8", errors="replace")
+    for number, raw in enumerate(text.splitlines(), start=1):
+        m = _PLAIN_REASON.match(raw)
+        if m and " #" in m.group(1):
+            yield Finding(EXCLUSIONS, number, raw.index(" #") + 2, "L020",
+                          "the reason is cut short by a YAML comment (' #'); quote it")
     if not isinstance(data, list):
         yield Finding(EXCLUSIONS, 1, 1, "L020", "exclusions must be a list of {repo, pr, reason}")
         return
