@@ -263,6 +263,13 @@ class KnowledgeBase:
         return stale_outputs(self)
 
     @cached_property
+    def lane_options(self) -> dict[str, dict]:
+        """Each lane script's options as its own parser defines them (dossier.lane_options)."""
+        from .lane_options import lane_options
+
+        return lane_options(self.root)
+
+    @cached_property
     def pinned_paths(self) -> dict[str, set[str]]:
         """Per repo: the paths of the tree listing at the pinned SHA (references/trees/<repo>.txt)."""
         out: dict[str, set[str]] = {}

@@ -1,0 +1,82 @@
+"""L033 and L034: lane commands in cards and the playbook parse with the lane's own parser."""
+
+from __future__ import annotations
+
+import json
+
+from test_playbook import GOOD, findings, make_kb
+
+from dossier.lane_options import lane_options
+from dossier.rules.lane_commands import lane_invocations
+
+CARD = """\
+---
+repo: sglang
+pr: 16366
+title: "x"
+state: merged
+merged: 2026-01-01
+url: https://github.com/sgl-project/sglang/pull/16366
+families: [qwen3-vl]
+kind: perf
+lanes: []
+---
+
+# x
+
+## Validation
+
+Start the server, then run
+{line}
+"""
+
+
+def test_invocations_read_inline_spans_that_wrap_and_fenced_blocks():
+    text = ("Run `python playbook/lanes/omni_speech.py --server-url http://h:8000\n--gpus 2 --output a.json`"
+            " and\n```bash\npython playbook/lanes/vl_video.py --dry-run > out.txt\n```\n")
+    found = [(script, args) for _, script, args in lane_invocations(text)]
+    assert ("omni_speech.py", ["--server-url", "http://h:8000", "--gpus", "2", "--output", "a.json"]) in found
+    assert ("vl_video.py", ["--dry-run"]) in found
+
+
+def test_lane_options_come_from_the_lanes_own_parser(kb):
+    opts = lane_options(kb)["omni_speech.py"]["options"]
+    assert opts["--gpus"]["choices"] == ["1", "2", "3"] and "--repeat-media" in opts
+
+
+def _card(kb, line):
+    make_kb(kb)
+    (kb / "references" / "cards" / "sglang" / "16366.md").write_text(CARD.format(line=line), encoding="utf-8")
+    return kb
+
+
+def test_l033_fires_on_an_unknown_option_and_a_bad_choice(kb):
+    line = "`python playbook/lanes/omni_speech.py --server-url http://h:8000 --gpus 4 --thinker-tp-size 2`."
+    out = findings(_card(kb, line), "L033")
+    assert sorted(f.message for f in out) == ["omni_speech.py: --gpus 4 is not one of 1, 2, 3",
+                                              "omni_speech.py: unknown option --thinker-tp-size"]
+    assert {f.line for f in out} == {18}
+
+
+def test_l033_fires_on_a_server_flag_sglang_lacks(kb):
+    (kb / "references" / "trees").mkdir(parents=True, exist_ok=True)
+    line = ("`python playbook/lanes/vl_video.py --launch --server-cmd \"python -m sglang.launch_server "
+            "--model-path {model} --port {port} --keep-mm-feature-on-devic\"`")
+    _card(kb, line)
+    (kb / "references" / "trees" / "sglang-release.json").write_text(json.dumps(
+        {"version": "0.5.23", "paths": [], "flags": ["--model-path", "--port"], "env": []}))
+    out = findings(kb, "L033")
+    assert [f.message for f in out] == [
+        "vl_video.py: server flag --keep-mm-feature-on-devic is in neither sglang at the pin nor the newest release"]
+
+
+def test_l033_passes_a_command_the_lane_takes(kb):
+    line = "`python playbook/lanes/omni_speech.py --server-url http://h:8000 --gpus 2 --repeat-media --output a.json`"
+    assert findings(_card(kb, line), "L033") == []
+
+
+def test_l034_fires_on_a_playbook_measure_with_an_unknown_option(kb):
+    make_kb(kb, GOOD.replace('measure: "peak GPU memory"',
+                             'measure: "peak memory: python playbook/lanes/vl_video.py --concurency 8"'))
+    out = findings(kb, "L034")
+    assert [f.code for f in out] == ["L034"] and "unknown option --concurency" in out[0].message

@@ -1,0 +1,143 @@
+"""Lane commands (L033, L034): a lane invocation in a card or the playbook is one the lane takes today.
+
+Every `python playbook/lanes/<lane>.py ...` in a card's Validation or a playbook entry's
+`measure` is read with that lane's own argument parser (`dossier.lane_options`); a server
+flag it passes through `--server-cmd` to `python -m sglang.launch_server` must exist in
+sglang's server arguments at the pinned SHA or in the newest release.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from .base import Finding, rule
+
+_SCRIPT = re.compile(r"playbook/lanes/(\w+\.py)")
+_INLINE = re.compile(r"`([^`]+)`")
+_STOP = {";", "&&", "||", "|", ">", ">>", "2>&1", "&"}
+
+
+def lane_invocations(text: str) -> list[tuple[int, str, list[str]]]:
+    """(offset, lane script, its arguments) of every lane command in the code of `text`:
+    inline code spans (which may wrap across lines) and fenced blocks."""
+    spans: list[tuple[int, str]] = []
+    fenced, block, start = False, [], 0
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith(("```", "~~~")):
+            if fenced:
+                spans.append((start, "".join(block)))
+            fenced, block, start = not fenced, [], pos + len(line)
+        elif fenced:
+            block.append(line)
+        pos += len(line)
+    prose = re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1[^\n]*$", lambda m: " " * len(m.group(0)), text)
+    spans += [(m.start(1), m.group(1)) for m in _INLINE.finditer(prose)]
+    out = []
+    for offset, code in spans:
+        for m in _SCRIPT.finditer(code):
+            rest = code[m.end():].replace("\\\n", " ").replace("\n", " ")
+            try:
+                words = shlex.split(rest)
+            except ValueError:
+                words = rest.split()
+            args = []
+            for w in words:
+                if w in _STOP or _SCRIPT.search(w) or w in ("python", "python3"):
+                    break
+                args.append(w)
+            out.append((offset + m.start(), m.group(1), args))
+    return out
+
+
+def _problems(options: dict, args: list[str]) -> list[str]:
+    out, i = [], 0
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if not word.startswith("--") or word == "--":
+            continue
+        flag, eq, value = word.partition("=")
+        spec = options.get(flag)
+        if spec is None:
+            out.append(f"unknown option {flag}")
+            continue
+        if spec.get("takes_value") and not eq:
+            value = args[i] if i < len(args) else ""
+            i += 1 if i < len(args) and not value.startswith("--") else 0
+        if spec.get("choices") and value and value not in spec["choices"]:
+            out.append(f"{flag} {value} is not one of {', '.join(spec['choices'])}")
+    return out
+
+
+def _server_flag_problems(ctx, args: list[str]) -> list[str]:
+    """Flags a `--server-cmd` passes to `python -m sglang.launch_server` that sglang lacks."""
+    if "--server-cmd" not in args:
+        return []
+    i = args.index("--server-cmd")
+    if i + 1 >= len(args):
+        return []
+    try:
+        words = shlex.split(args[i + 1])
+    except ValueError:
+        return []
+    if "sglang.launch_server" not in words[:3]:
+        return []
+    pinned = set((ctx.pinned_names or (set(), set()))[0])
+    release = set((ctx.release or {}).get("flags") or ())
+    known = pinned | release
+    if not known:
+        return []
+    return [f"server flag {w.split('=')[0]} is in neither sglang at the pin nor the newest release"
+            for w in words if w.startswith("--") and w.split("=")[0] not in known]
+
+
+def _check(ctx, text: str):
+    options = ctx.lane_options
+    for offset, script, args in lane_invocations(text):
+        spec = options.get(script)
+        if spec is None:
+            yield offset, f"playbook/lanes/{script} is not a lane script"
+            continue
+        if "options" not in spec:
+            continue  # the lane does not import; L011 reports it
+        for problem in _problems(spec["options"], args) + _server_flag_problems(ctx, args):
+            yield offset, f"{script}: {problem}"
+
+
+@rule("L033", "lane-command-invalid")
+def lane_command_invalid(ctx, card):
+    """A card's Validation runs a lane with an option the lane does not take today.
+
+    Lanes change (distinct media per request, placements, new flags); a card that tells a
+    user to run `--gpus 4` or a removed option sends them to an error. Each command is
+    parsed with the lane's own argument parser; a `--server-cmd` for
+    `python -m sglang.launch_server` must use flags sglang has at the pin or in the
+    newest release.
+    """
+    section = card.sections.get("Validation")
+    if section is None or not section.body:
+        return
+    starts, text = [], ""
+    for number, line in section.body:
+        starts.append((len(text), number))
+        text += line + "\n"
+    for offset, message in _check(ctx, text):
+        line_start, number = max((s for s in starts if s[0] <= offset), default=(0, section.line))
+        yield Finding(ctx.rel(card.path), number, offset - line_start + 1, "L033", message)
+
+
+@rule("L034", "playbook-lane-command-invalid", scope="project")
+def playbook_lane_command_invalid(ctx):
+    """A playbook entry's `measure` runs a lane with an option the lane does not take today."""
+    from ..yamlio import line_of
+
+    for entry in ctx.playbook.entries:
+        measure = entry.get("measure")
+        if not isinstance(measure, str):
+            continue
+        # measure is prose: treat the whole value as code when it names a lane script
+        for _, message in _check(ctx, f"`{measure}`"):
+            yield Finding(entry["_file"], line_of(entry, "measure"), 1, "L034",
+                          f"entry '{entry.get('id')}': {message}")
