@@ -186,6 +186,13 @@ class KnowledgeBase:
         return {e["id"] for e in self.playbook.entries if "id" in e}
 
     @cached_property
+    def pinned_symbols(self) -> dict[str, dict[str, set[str]]]:
+        """Per repo, per file: the symbol names of the tree listings at the pinned SHA only."""
+        from .trees import load_symbols
+
+        return load_symbols(self.root)
+
+    @cached_property
     def playbook_symbols(self) -> dict[str, dict[str, set[str]]]:
         """Per repo, per file: symbol names from the tree listings and from every lock."""
         from .trees import expand_names, load_symbols

@@ -69,6 +69,8 @@ def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_r
             entry = stored["cards"].get(str(r.pr)) if r.live else None
             if entry:
                 r.live["superseded_by"] = [e.get("pr") or e["commit"] for e in sup.significant(entry)]
+    counts = {s: sum(1 for r in rows if r.status == s) for s in ("card", "excluded", "missing")}
+    total = len(rows)  # the summary counts every traced PR, also when only the missing ones are listed
     if missing:
         rows = [r for r in rows if r.status == "missing"]
     if fmt == "json":
@@ -81,5 +83,4 @@ def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_r
             extra += " superseded by " + ", ".join(f"#{p}" if isinstance(p, int) else p for p in r.live["superseded_by"])
         reason = f" ({r.reason})" if r.reason else ""
         click.echo(f"{r.date}  {pr:>7}  {r.status:<8}{extra}  {','.join(r.families):<24} {r.title[:80]}{reason}")
-    counts = {s: sum(1 for r in rows if r.status == s) for s in ("card", "excluded", "missing")}
-    click.echo(f"{len(rows)} PRs: {counts['card']} with card, {counts['excluded']} excluded, {counts['missing']} missing", err=True)
+    click.echo(f"{total} PRs: {counts['card']} with card, {counts['excluded']} excluded, {counts['missing']} missing", err=True)

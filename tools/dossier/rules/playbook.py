@@ -74,19 +74,24 @@ def playbook_unknown_file(ctx):
 
 @rule("L006", "playbook-unknown-symbol", scope="project")
 def playbook_unknown_symbol(ctx):
-    """A playbook entry names a symbol that the symbol listing and the locks do not know for that file.
+    """A playbook entry names a symbol that the file does not define at the pinned SHA.
 
     Symbols are def/class names, bare (`forward`) or qualified (`Class.forward`), checked
-    against `references/trees/<repo>.symbols.json` and the symbols each lock records.
-    Re-run `dossier tree` after adding a file the listing does not cover.
+    against `references/trees/<repo>.symbols.json`, the listing at the pin. Only a file the
+    listing does not cover falls back to the symbols the locks record (names from the past,
+    which a later PR may have deleted). Re-run `dossier tree` after adding a file the
+    listing does not cover.
     """
     table = _symbols(ctx)
+    pinned = ctx.pinned_symbols
     for entry, path, line_of in _entries(ctx):
         for look in _list(entry, "look"):
             if not isinstance(look, dict) or not look.get("file") or not isinstance(look.get("symbols"), list):
                 continue
             repo, file = str(look.get("repo")), str(look["file"])
-            names = table.get(repo, {}).get(file)
+            names = pinned.get(repo, {}).get(file)
+            if names is None:
+                names = table.get(repo, {}).get(file)
             for j, sym in enumerate(look["symbols"]):
                 line = line_of(look, "symbols", j)
                 if names is None:
