@@ -1,0 +1,66 @@
+"""Predictions carry their evidence (P009): a Validation sentence that forecasts an effect cites a number.
+
+"TTFT p50 should drop", "roughly double the throughput", "expect a speedup": a reader takes
+these as facts. Each such sentence either carries the measured number it rests on (a
+thread's benchmark with its unit, a record under references/measurements/) or says that
+the effect is not measured.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import Finding, rule
+
+_CHANGE = (r"(?:drop(?! out)|fall(?! back)|go down|decrease|decline|shrink|halve|rise|go up|increase|grow|improve|double"
+           r"|speed up|slow down)")
+_PREDICTION = re.compile(
+    r"\bshould\s+(?:\w+\s+){0,3}?" + _CHANGE + r"\w*"
+    r"|\bshould\s+(?:be|get|come out|stay|run|finish)\s+(?:\w+\s+){0,2}?(?:faster|slower|lower|higher|smaller|larger"
+    r"|shorter|longer|cheaper|better|worse)\b"
+    r"|\b(?:roughly|about|around|nearly|almost)\s+(?:double|twice|halve|half|triple)\b"
+    r"|\bexpect(?:ed|s)?\s+(?:a|an|the)?\s*(?:\w+\s+)?(?:drop|gain|speed-?up|improvement|increase|decrease|reduction|win)\b"
+    r"|\bwill\s+(?:be\s+)?(?:faster|slower|lower|higher)\b",
+    re.IGNORECASE)
+# A measured number: digits with a unit of time, rate, size or ratio.
+_NUMBER = re.compile(r"\d(?:[\d,.]*\d)?\s*(?:%|x\b|×|ms\b|µs\b|us\b|s\b|seconds?\b|req/s|tok/s|tokens/s|qps\b|QPS\b"
+                     r"|GB\b|GiB\b|MB\b|MiB\b|KB\b|samples/s|fps\b|TFLOP)", re.IGNORECASE)
+_SAYS_UNMEASURED = re.compile(r"\b(?:not measured|unmeasured|no (?:measured )?number|not been measured|nobody measured"
+                              r"|no (?:benchmark|measurement)s?\b|not benchmarked|untimed)", re.IGNORECASE)
+_RECORD = re.compile(r"references/measurements/|Measured on H200|measured table", re.IGNORECASE)
+# A sentence ends at . ! or ? before whitespace and a capital, a backtick or a bracket, so
+# "Qwen2.5-VL" and "e.g. the lane" stay whole.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\[])")
+
+
+def unsupported_predictions(prose: str) -> list[str]:
+    """The sentences of `prose` that predict an effect with no number and no 'not measured'."""
+    out = []
+    for piece in _SENTENCE_END.split(prose):
+        sentence = " ".join(piece.split())
+        if not _PREDICTION.search(sentence):
+            continue
+        if _NUMBER.search(sentence) or _SAYS_UNMEASURED.search(sentence) or _RECORD.search(sentence):
+            continue
+        out.append(sentence)
+    return out
+
+
+@rule("P009", "prediction-without-evidence")
+def prediction_without_evidence(ctx, card):
+    """A Validation sentence predicts an effect without a measured number or a "not measured".
+
+    Write the number the prediction rests on, with its unit and where it was measured (the
+    thread's benchmark and hardware, or a record under `references/measurements/`), or say
+    plainly that the effect is not measured. "TTFT p50 should drop" alone is a guess.
+    """
+    section = card.sections.get("Validation")
+    if section is None:
+        return
+    prose = section.prose()
+    for sentence in unsupported_predictions(prose):
+        first = sentence.split()[0] if sentence.split() else ""
+        line = next((n for n, t in section.body if first and first in t and sentence[:30].split()[-1] in t),
+                    section.line)
+        yield Finding(ctx.rel(card.path), line, 1, "P009",
+                      f"prediction without a measured number or 'not measured': \"{sentence[:90]}\"")
