@@ -36,7 +36,8 @@ def small_kb(kb):
 
     make_kb(kb, GOOD + SECOND)
     with open(kb / "references" / "trees" / "sglang.txt", "a") as fh:
-        fh.write("python/sglang/srt/entrypoints/openai/streaming_asr.py\n")
+        fh.write("python/sglang/srt/entrypoints/openai/streaming_asr.py\n"
+                 "python/sglang/srt/entrypoints/openai/serving_transcription.py\n")
     return kb
 
 
@@ -193,3 +194,33 @@ def test_find_on_real_upstream_reports(repo_root, shipped_index):
     s = find_eval.summary(find_eval.score(reports, shipped_index))
     assert s["card_top5"] >= 0.85, s
     assert s["file_first"] >= 0.70, s
+
+
+def test_find_never_lists_a_file_absent_at_the_pin(small_kb, repo_root):
+    """A card's file gone from the pin shows as its new place where the move is known ("was X; now Y"),
+    and is left out otherwise (#31591's encode_server.py and encode_receiver.py, gone since #30398)."""
+    import shutil
+
+    for sub, ext in (("cards", "md"), ("evidence", "json")):
+        (small_kb / "references" / sub / "sglang").mkdir(parents=True, exist_ok=True)
+        shutil.copy(repo_root / "references" / sub / "sglang" / f"31591.{ext}",
+                    small_kb / "references" / sub / "sglang" / f"31591.{ext}")
+    old = "python/sglang/srt/disaggregation/encode_server.py"
+    new = "python/sglang/srt/disaggregation/encoder/http_server.py"
+    with open(small_kb / "references" / "trees" / "sglang.txt", "a") as fh:
+        fh.write(new + "\n")
+    sup = {"schema": 2, "repos": {"sglang": {"ref": "x", "cards": {"31591": {
+        "added": 17, "present": 3, "state": "moved", "lock": "x", "moved_to": [new + "::handle_send_request"],
+        "moved_files": {old: new}, "superseded_by": [{"pr": 30398, "commit": "8a123cbd0e00", "date": "2026-08-21",
+                                                       "title": "[Refactor] New EPD (#30398)", "lines": 14,
+                                                       "how": "moved", "to": [new + "::handle_send_request"]}]}}}}}
+    (small_kb / "references" / "supersession.json").write_text(json.dumps(sup))
+    res = run(small_kb, "EPD mooncake early release embeddings gpu_id", "--format", "json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    listed = [f["path"] for f in data["top_files"]] + [f for r in data["results"] for f in r["files"]]
+    assert not any("encode_server.py" in f or "encode_receiver.py" in f for f in listed), listed
+    top = next(f for f in data["top_files"] if f["path"] == new)
+    assert top["was"] == old
+    text = run(small_kb, "EPD mooncake early release embeddings gpu_id").output
+    assert f"{new}  (was {old}; now this)" in text and "moved to " + new in text

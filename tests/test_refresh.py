@@ -64,7 +64,9 @@ def test_supersession_names_the_rewriting_pr_and_ignores_moves(skb, upstream):
     two = data["cards"]["2"]
     by = {e["pr"]: e["lines"] for e in two["superseded_by"]}
     assert by == {3: 4}  # the four vision lines #3 rewrote; #4 moved the mm_utils lines, it did not remove them
-    assert two["added"] == 7 and two["present"] == 3 and two["state"] == "partly superseded"
+    # Vision.forward still stands with #3's lines: rewritten in place, and 3 + 4 lines carried
+    assert two["added"] == 7 and two["present"] == 3 and two["state"] == "rewritten"
+    assert two["superseded_by"][0]["how"] == "rewritten" and two["superseded_by"][0]["to"] == [f"{VL}::Vision.forward"]
     assert data["cards"]["3"]["state"] == "live" and data["cards"]["3"]["superseded_by"] == []
     assert data["ref"] == upstream.run("rev-parse", "HEAD").strip()
 

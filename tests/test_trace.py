@@ -62,8 +62,8 @@ def test_trace_live_states(upstream, kb):
     res = CliRunner().invoke(main, ["trace", "--all", "--live", "--clone", str(upstream.path), "--format", "json", "--root", str(kb)])
     rows = {r["pr"]: r for r in json.loads(res.output)}
     assert rows[3]["live"]["state"] == "live"
-    # #5 removed one of the two lines #2 added.
-    assert rows[2]["live"]["state"] == "partly superseded" and rows[2]["live"]["present"] == 1
+    # #5 removed one of the two lines #2 added; Vision.forward stands with the other: rewritten in place.
+    assert rows[2]["live"]["state"] == "rewritten" and rows[2]["live"]["present"] == 1
     upstream.write(VL, "class Vision:\n    pass\n")
     upstream.commit("rewrite (#6)")
     res = CliRunner().invoke(main, ["trace", "qwen3-vl", "--live", "--clone", str(upstream.path), "--format", "json", "--root", str(kb)])

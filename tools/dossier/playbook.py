@@ -167,9 +167,8 @@ def render_markdown(ctx) -> str:
     today = {}
     for cid in existing:
         entry = sup.for_card(ctx.root, cid, ctx.supersession)
-        if entry and entry["state"] in ("gone", "partly superseded"):
-            by = sup.significant(entry)
-            today[cid] = entry["state"] + (f", superseded by {', '.join(sup.label(e) for e in by)}" if by else "")
+        if entry and entry["state"] not in ("live", "n/a", "not on history"):
+            today[cid] = "at the pin: " + sup.summary(entry)
     return render("playbook.md.j2", as_of=ctx.config.as_of,
         groups=groups, total=len(entries), existing_cards=existing, lanes=lanes, today=today,
         repos={name: r.upstream for name, r in ctx.config.repos.items()},

@@ -161,6 +161,22 @@ def _write_contract(root: Path, repo: str, commit: str, history, paths: list[str
         write_atomic(contract_path(root, repo), json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
+def load_paths(root: Path) -> dict[str, set[str]]:
+    """Per repo with a listing: every path listed at the pinned SHA (references/trees/<repo>.txt)."""
+    out: dict[str, set[str]] = {}
+    base = root / TREES_DIR
+    for path in sorted(base.glob("*.txt")) if base.is_dir() else []:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        out[path.stem] = {l for l in lines if l and not l.startswith("#")}
+    return out
+
+
+def absent_at_pin(listed: dict[str, set[str]], repo: str, path: str) -> bool:
+    """Whether the pin's listing says `path` is not there (a path outside the listed folders is unknown: False)."""
+    paths = listed.get(repo)
+    return paths is not None and keep_path(repo, path) and path not in paths
+
+
 def load_symbols(root: Path) -> dict[str, dict[str, set[str]]]:
     """Per repo, per file: every listed symbol name, both `Class.name` and the bare `name`."""
     out: dict[str, dict[str, set[str]]] = {}
@@ -189,57 +205,24 @@ def expand_names(names) -> set[str]:
 # --- a released wheel: what a user who pip-installs sglang actually has ------------------------
 
 RELEASE_LISTING = "references/trees/sglang-release.json"
-_FIELD = re.compile(r"^\s{4}([a-z][a-z0-9_]*)\s*:\s*(?:A\[|[A-Za-z])", re.M)
-_QUOTED_FLAG = re.compile(r"[\"'](--[a-z0-9][a-z0-9-]*)[\"']")
 _ENV = re.compile(r"\b(SGLANG_[A-Z0-9_]+)\b")
 
 
 def list_release(config: Config, wheel: str) -> tuple[Path, dict]:
-    """Write references/trees/sglang-release.json from a released sglang wheel (read as a zip; nothing runs).
+    """The sglang release listing (see release.py, which reads either repo's wheel)."""
+    from .release import list_release as _list
 
-    Paths are mapped to the repository's layout (sglang/srt/x.py -> python/sglang/srt/x.py); CLI
-    flags come from the ServerArgs fields of server_args.py and arg_groups/ (`--field-name`) plus
-    quoted `--flags`; env vars from srt/environ.py.
-    """
-    import zipfile
-
-    m = re.search(r"sglang-(\d+(?:\.\d+)+(?:\.post\d+)?)-", Path(wheel).name)
-    if not m:
-        raise DossierError(f"{wheel}: not an sglang wheel (expected sglang-<version>-...whl)")
-    try:
-        zf = zipfile.ZipFile(wheel)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise DossierError(f"{wheel}: cannot read the wheel: {exc}") from None
-    names = zf.namelist()
-    paths = sorted("python/" + n for n in names if n.startswith("sglang/srt/") and not n.endswith("/"))
-    sources = {n: zf.read(n).decode("utf-8", "replace") for n in names
-               if n == "sglang/srt/server_args.py" or (n.startswith("sglang/srt/arg_groups/") and n.endswith(".py"))}
-    env_src = zf.read("sglang/srt/environ.py").decode("utf-8", "replace") if "sglang/srt/environ.py" in names else ""
-    flags, env = _flags_and_env(sources, env_src)
-    doc = {"repo": "sglang", "version": m.group(1), "wheel": Path(wheel).name,
-           "paths": paths, "flags": flags, "env": env}
-    out = config.root / RELEASE_LISTING
-    write_atomic(out, json.dumps(doc, indent=0) + "\n")
-    return out, doc
+    return _list(config, wheel, "sglang")
 
 
-def load_release(root: Path) -> dict | None:
-    path = root / RELEASE_LISTING
+def load_release(root: Path, repo: str = "sglang") -> dict | None:
+    path = root / TREES_DIR / f"{repo}-release.json"
     if not path.exists():
         return None
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise DossierError(f"{RELEASE_LISTING}: broken JSON at line {exc.lineno}") from None
-
-
-def _flags_and_env(sources: dict[str, str], env_src: str) -> tuple[list[str], list[str]]:
-    """CLI flags of ServerArgs (`--field-name` of each field, plus quoted `--flags`) and SGLANG_ env names."""
-    flags = set()
-    for src in sources.values():
-        flags |= {"--" + f.replace("_", "-") for f in _FIELD.findall(src)}
-        flags |= set(_QUOTED_FLAG.findall(src))
-    return sorted(flags), sorted(set(_ENV.findall(env_src)))
+        raise DossierError(f"{TREES_DIR}/{repo}-release.json: broken JSON at line {exc.lineno}") from None
 
 
 def pinned_names(root: Path) -> tuple[set[str], set[str]]:
@@ -252,15 +235,21 @@ def pinned_names(root: Path) -> tuple[set[str], set[str]]:
 
 
 def missing_in_release(release: dict, text: str, pinned: tuple[set[str], set[str]] | None = None) -> list[str]:
-    """sglang flags (`--x`), env vars (`SGLANG_X`) and paths named in `text` that the release lacks.
+    """Flags (`--x`), env vars and paths of the release's repo named in `text` that the release lacks.
 
-    With `pinned`, only names sglang has at the pinned SHA count as sglang's (a lane's own
-    `--output` is not an sglang flag).
+    sglang: `--flags`, `SGLANG_*` and `python/sglang/srt/...py`; with `pinned`, only names
+    sglang has at the pinned SHA count as sglang's (a lane's own `--output` is not an sglang
+    flag). sglang-omni: `SGLANG_OMNI_*` and `sglang_omni/...py` (its flags are lane options too
+    often to tell apart in prose).
     """
     flags, env, paths = set(release["flags"]), set(release["env"]), set(release["paths"])
+    if release.get("repo") == "sglang-omni":
+        out = [e for e in re.findall(r"\b(SGLANG_OMNI_[A-Z0-9_]+)\b", text) if e not in env]
+        return out + [p for p in re.findall(r"(?<![\w/])sglang_omni/[\w/.-]+\.py", text) if p not in paths]
     pflags, penv = pinned or (None, None)
     out = [f for f in re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]+)", text)
            if f not in flags and (pflags is None or f in pflags)]
-    out += [e for e in _ENV.findall(text) if e not in env and (penv is None or e in penv)]
+    out += [e for e in _ENV.findall(text) if e not in env and (penv is None or e in penv)
+            and not e.startswith("SGLANG_OMNI_")]
     out += [p for p in re.findall(r"python/sglang/srt/[\w/.-]+\.py", text) if p not in paths]
     return out

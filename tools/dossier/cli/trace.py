@@ -19,7 +19,7 @@ def rows_ref(config, repo, clone, ref) -> str:
 
 
 @click.command("trace")
-@click.argument("families", nargs=-1)
+@click.argument("families", nargs=-1)  # family names, or one repo name for all its families
 @click.option("--all", "all_families", is_flag=True, help="Every family in dossier.toml.")
 @click.option("--repo", default="sglang", show_default=True)
 @click.option("--clone", envvar="DOSSIER_CLONE", required=True, help="Local git clone.")
@@ -37,6 +37,8 @@ def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_r
     from ..trace import suggest_renames as suggest, trace
 
     config = config_at(root)
+    if len(families) == 1 and families[0] in config.repos and families[0] not in config.families:
+        repo, families, all_families = families[0], (), True  # `dossier trace sglang`: every family, that repo
     names = list(config.families) if all_families else list(families)
     if not names:
         raise DossierError("name a family or pass --all")
@@ -68,7 +70,7 @@ def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_r
         for r in rows:
             entry = stored["cards"].get(str(r.pr)) if r.live else None
             if entry:
-                r.live["superseded_by"] = [e.get("pr") or e["commit"] for e in sup.significant(entry)]
+                r.live.update(sup.live_fields(entry))
     counts = {s: sum(1 for r in rows if r.status == s) for s in ("card", "excluded", "missing")}
     total = len(rows)  # the summary counts every traced PR, also when only the missing ones are listed
     if missing:
@@ -79,6 +81,10 @@ def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_r
     for r in rows:
         pr = f"#{r.pr}" if r.pr else r.commit[:9]
         extra = f" [{r.live['state']} {r.live.get('present', 0)}/{r.live.get('added', 0)}]" if r.live else ""
+        if r.live and r.live.get("moved_to"):
+            extra += " now at " + ", ".join(r.live["moved_to"][:2])
+        if r.live and r.live.get("reverted_by"):
+            extra += f" reverted by #{r.live['reverted_by']}"
         if r.live and r.live.get("superseded_by"):
             extra += " superseded by " + ", ".join(f"#{p}" if isinstance(p, int) else p for p in r.live["superseded_by"])
         reason = f" ({r.reason})" if r.reason else ""

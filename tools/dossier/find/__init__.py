@@ -30,14 +30,25 @@ def search(index: dict, query: str, limit: int = 10) -> dict:
     top_files = rank_files(scored)
     return {"query": query, "terms": terms,
             "files": [p for (_, p), _ in top_files[:limit]],
-            "top_files": [{"repo": r, "path": p, "score": round(v, 3)} for (r, p), v in top_files[:limit]],
-            "results": [_result(s, d) for s, d in scored[:limit]]}
+            "top_files": [_top(index, r, p, v) for (r, p), v in top_files[:limit]],
+            "results": [_result(index, s, d) for s, d in scored[:limit]]}
 
 
-def _result(score: float, d: dict) -> dict:
+def _top(index: dict, repo: str, path: str, score: float) -> dict:
+    out = {"repo": repo, "path": path, "score": round(score, 3)}
+    was = index.get("was", {}).get(f"{repo}:{path}")
+    if was:
+        out["was"] = was  # "was X; now Y": the file the card's diff touched is gone from the pin
+    return out
+
+
+def _result(index: dict, score: float, d: dict) -> dict:
     # Nested mappings are rebuilt in a fixed key order: the on-disk cache stores them with sorted keys.
     out = {"kind": d["kind"], "id": d["id"], "score": round(score, 3),
            "files": d["files"], "cards": d["cards"], "lanes": d["lanes"]}
+    was = {f: index["was"][f"{r}:{f}"] for r, f in zip(d["repos"], d["files"]) if f"{r}:{f}" in index.get("was", {})}
+    if was:
+        out["was"] = was
     if d["kind"] == "entry":
         syms = d.get("symbols", {})
         out.update(symptom=d["title"], sublane=d.get("sublane"),
@@ -48,5 +59,6 @@ def _result(score: float, d: dict) -> dict:
         m = d["measured"]
         out["measured"] = {"speedup": m["speedup"], "measured": m["measured"], "device": m["device"]}
     if d.get("today"):
-        out["today"] = {"state": d["today"]["state"], "superseded_by": d["today"]["superseded_by"]}
+        t = d["today"]
+        out["today"] = {"state": t["state"], "superseded_by": t["superseded_by"], "summary": t.get("summary", "")}
     return out

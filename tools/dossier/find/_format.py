@@ -6,14 +6,17 @@ from __future__ import annotations
 def format_text(found: dict) -> str:
     lines = ["Files to open first:"]
     for i, f in enumerate(found["top_files"][:5], 1):
-        lines.append(f"  {i}. {f['path']}" + (f"  [{f['repo']}]" if f["repo"] != "sglang" else ""))
+        was = f"  (was {f['was']}; now this)" if f.get("was") else ""
+        lines.append(f"  {i}. {f['path']}" + (f"  [{f['repo']}]" if f["repo"] != "sglang" else "") + was)
     lines.append("")
     for i, r in enumerate(found["results"], 1):
         lines.append(f"{i:>2}. {r['kind']:<5} {r['id']}  ({r['score']})")
         lines.append(f"      {r.get('symptom') or r.get('title')}")
         if r["files"]:
             syms = r.get("symbols", {})
-            shown = [f + (f" ({', '.join(syms[f][:3])})" if syms.get(f) else "") for f in r["files"][:3]]
+            was = r.get("was", {})
+            shown = [(f"was {was[f]}; now " if f in was else "") + f + (f" ({', '.join(syms[f][:3])})" if syms.get(f) else "")
+                     for f in r["files"][:3]]
             lines.append("      open:  " + "; ".join(shown))
         if r["cards"]:
             lines.append("      cards: " + ", ".join(r["cards"][:6]))
@@ -22,7 +25,7 @@ def format_text(found: dict) -> str:
         if r.get("today") and r["today"]["state"] != "live":
             t = r["today"]
             by = f"; superseded by {', '.join(t['superseded_by'])}" if t["superseded_by"] else ""
-            lines.append(f"      today: {t['state']} at the pinned SHA{by}")
+            lines.append(f"      today: at the pin: {t.get('summary') or t['state'] + by}")
         if r.get("measured"):
             m = r["measured"]
             lines.append(f"      measured: {m['speedup']} on {m['device']} ({m['measured']}, playbook/repros)")

@@ -25,7 +25,7 @@ def _inputs(config) -> list[Path]:
     paths = list(playbook_files(config.root))
     paths += sorted(config.cards_dir.glob("*/*.md"))
     paths += sorted(config.evidence_dir.glob("*/*.json"))
-    paths += sorted((refs / "trees").glob("*.symbols.json"))
+    paths += sorted((refs / "trees").glob("*.symbols.json")) + sorted((refs / "trees").glob("*.txt"))
     paths += sorted((refs / "measurements").glob("*/*.json"))
     paths += [p for p in [refs / "supersession.json", config.playbook_dir / "lanes.yaml"] if p.exists()]
     # The code and the synonym table shape the index too: a new ranking rebuilds it.
@@ -66,7 +66,34 @@ def _today(sup, entry: dict | None) -> dict | None:
     """A card's state at the pinned SHA and who superseded it, for find results."""
     if not entry:
         return None
-    return {"state": entry["state"], "superseded_by": [sup.label(e) for e in sup.significant(entry)]}
+    return {"state": entry["state"], "superseded_by": [sup.label(e) for e in sup.significant(entry)],
+            "summary": sup.summary(entry)}
+
+
+class _Places:
+    """Where a file a card or entry names stands at the pin: there, moved (was X; now Y), or absent (dropped)."""
+
+    def __init__(self, kb, supersession):
+        from .. import supersede as sup
+        from ..trees import load_paths
+
+        self.listed = load_paths(kb.root)
+        self.moves = {repo: sup.moved_files(supersession, repo) for repo in self.listed}
+        self.was: dict[str, str] = {}  # "repo:new path" -> the old path it replaces
+
+    def now(self, repo, path: str) -> str | None:
+        from ..trees import absent_at_pin
+
+        if not absent_at_pin(self.listed, repo, path):
+            return path
+        new = self.moves.get(repo, {}).get(path)
+        if new and not absent_at_pin(self.listed, repo, new):
+            self.was.setdefault(f"{repo}:{new}", path)
+            return new
+        return None
+
+    def keep(self, repo, paths: list[str]) -> list[str]:
+        return list(dict.fromkeys(p for p in (self.now(repo, x) for x in paths) if p))
 
 
 def build_index(kb) -> dict:
@@ -81,12 +108,15 @@ def build_index(kb) -> dict:
     measured = {subj: rec for subj, (_, rec, err) in kb.measurement_records.items()
                 if rec and not err and not ms.problems(rec)}
     supersession = kb.supersession
+    places = _Places(kb, supersession)
 
     def info(repo, path):
         return file_info.setdefault((repo, path), {"text": [], "cards": [], "lanes": set(), "symbols": set()})
 
     for e in kb.playbook.entries:
-        looks = [l for l in e.get("look") or [] if isinstance(l, dict) and l.get("file")]
+        looks = [{**l, "file": places.now(l.get("repo"), str(l["file"]))}
+                 for l in e.get("look") or [] if isinstance(l, dict) and l.get("file")]
+        looks = [l for l in looks if l["file"]]
         syms = [s for l in looks for s in l.get("symbols") or []]
         lanes = [str(x) for x in e.get("lanes") or []]
         weighted = [(e.get("symptom", ""), 3), (" ".join(map(str, e.get("aliases") or [])), 3),
@@ -117,7 +147,8 @@ def build_index(kb) -> dict:
             # order it describes them, then the files quoted in excerpts, then the rest by churn.
             described = _mention_order(section("Key implementation"), by_churn)
             quoted = [e.path for e in card.excerpts if e.path in by_churn]
-            files = list(dict.fromkeys(described + quoted + by_churn))
+            # A file gone from the pin is never one to open: its new place where the move is known, else dropped.
+            files = places.keep(cid.split("/")[0], list(dict.fromkeys(described + quoted + by_churn)))
         weighted = [(str(meta.get("title", "")), 3), (" ".join(map(str, meta.get("families") or [])), 1),
                     (" ".join(map(str, meta.get("symptoms") or [])), 1), (section("Motivation"), 1),
                     (section("Key implementation"), 1), (" ".join(_path_words(p) for p in files[:5]), 1)]
@@ -137,12 +168,17 @@ def build_index(kb) -> dict:
 
     for (repo, _), lock in kb.all_locks.items():
         for f in lock["files"]:
-            fi = info(repo, f["path"])
+            path = places.now(repo, f["path"])
+            if path is None:
+                continue
+            fi = info(repo, path)
             fi["symbols"].update(f.get("symbols") or [])
             if not any(c for _, c in fi["cards"]):
                 fi["text"].append(lock.get("title", ""))
     for repo, files in load_symbols(kb.root).items():
         for path, names in files.items():
+            if places.now(repo, path) != path:
+                continue
             info(repo, path)["symbols"].update(n for n in names if "." not in n)
 
     for (repo, path), fi in file_info.items():
@@ -157,7 +193,7 @@ def build_index(kb) -> dict:
     for d in docs:
         df.update(d["tf"].keys())
     avg = sum(d["len"] for d in docs) / max(len(docs), 1)
-    return {"docs": docs, "df": dict(df), "avg": avg}
+    return {"docs": docs, "df": dict(df), "avg": avg, "was": places.was}
 
 
 def load_index(kb) -> dict:

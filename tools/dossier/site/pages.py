@@ -141,12 +141,16 @@ class Site:
             repo = cid.split("/")[0]
             status = f"{entry['state']} ({entry.get('present')}/{entry['added']} added lines still stand at " \
                      f"the pinned SHA)"
+            if entry.get("moved_to"):
+                status += "; now at " + ", ".join(f"`{cell(t)}`" for t in entry["moved_to"][:3])
             by = supersede.significant(entry)
             if by:
                 status += "; superseded by " + ", ".join(
                     (links.card(f"{repo}/{e['pr']}", supersede.label(e))
                      if e.get("pr") and f"{repo}/{e['pr']}" in self.refs.cards else supersede.label(e))
-                    + f" ({e['lines']} lines, {e['date']})" for e in by)
+                    + f" ({e.get('how', 'removed')} {e['lines']} lines, {e['date']})" for e in by)
+            if entry.get("incidental"):
+                status += f"; {entry['incidental']['prs']} incidental touches ({entry['incidental']['lines']} lines)"
             rows.append(("Today", cell(status)))
         source = lock.get("source") or {}
         if source.get("commit"):
