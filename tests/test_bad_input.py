@@ -94,3 +94,151 @@ def test_site_refuses_to_build_without_the_safe_html_extension(tmp_path):
     conf.write_text(conf.read_text(encoding="utf-8").replace("  - dossier.site.safe_html", ""), encoding="utf-8")
     res = build_site(root, tmp_path / "site")
     assert res.returncode != 0 and "dossier.site.safe_html" in res.stderr
+
+
+# ---- 2. no symlinks out ----------------------------------------------------------------------
+
+from click.testing import CliRunner  # noqa: E402
+
+from dossier.cli import main  # noqa: E402
+
+from test_check import findings, kb_card  # noqa: E402,F401 - the fixture: one good card and its lock
+
+SECRET = "TOP-SECRET-TOKEN-do-not-publish"
+
+
+def run_cli(*args: str):
+    """(exit code, stdout+stderr) of one command, in-process."""
+    res = CliRunner().invoke(main, list(args))
+    return res.exit_code, res.output
+
+
+def one_error_line(code: int, output: str, *needles: str) -> None:
+    """The shape every bad input must have: a non-zero exit, one `dossier: error:` line, no traceback."""
+    assert code != 0, output
+    assert "Traceback" not in output, output
+    errors = [l for l in output.splitlines() if l.startswith("dossier: error:")]
+    assert len(errors) == 1, output
+    for needle in needles:
+        assert needle in errors[0], output
+
+
+@pytest.fixture
+def secret(tmp_path) -> Path:
+    path = tmp_path / "outside" / "secret.md"
+    path.parent.mkdir()
+    path.write_text(f"---\nrepo: sglang\npr: 99994\n---\n\n# {SECRET}\n\n## Motivation\n\n{SECRET}\n", encoding="utf-8")
+    return path
+
+
+def test_check_refuses_a_symlinked_card(kb_card, secret):
+    (kb_card / "references/cards/sglang/99994.md").symlink_to(secret)
+    found = [f for f in findings(kb_card) if f.path == "references/cards/sglang/99994.md"]
+    assert any(f.code == "S001" and "symbolic link" in f.message for f in found), found
+    assert not any(SECRET in f.message for f in found)
+
+
+def test_check_refuses_symlinked_lock_playbook_and_record(kb_card, secret):
+    lock = kb_card / "references/evidence/sglang/42.json"
+    target = secret.parent / "42.json"
+    target.write_text(lock.read_text(encoding="utf-8"), encoding="utf-8")
+    lock.unlink()
+    lock.symlink_to(target)
+    (kb_card / "playbook" / "symptoms.yaml").symlink_to(secret)
+    record = kb_card / "references/measurements/sglang/42.json"
+    record.parent.mkdir(parents=True)
+    record.symlink_to(target)
+    found = findings(kb_card)
+    by_path = {f.path: f.message for f in found if "symbolic link" in f.message}
+    assert {"references/cards/sglang/42.md", "playbook/symptoms.yaml",
+            "references/measurements/sglang/42.json"} <= set(by_path), found
+    assert "evidence/sglang/42.json: is a symbolic link" in by_path["references/cards/sglang/42.md"]
+
+
+def test_check_refuses_a_card_folder_that_resolves_outside(kb_card, secret):
+    (kb_card / "references/cards/sglang-omni").symlink_to(secret.parent, target_is_directory=True)
+    secret.rename(secret.parent / "7.md")
+    found = [f for f in findings(kb_card) if f.path.endswith("7.md")]
+    assert any(f.code == "S001" and "outside the repository" in f.message for f in found), found
+
+
+def test_the_site_never_reads_a_symlinked_card(tmp_path, secret):
+    root = make_site_kb(tmp_path / "kb")
+    (root / "references/cards/sglang/99994.md").symlink_to(secret)
+    res = build_site(root, tmp_path / "site")
+    assert res.returncode == 0, res.stderr[-3000:]
+    for path in (tmp_path / "site").rglob("*"):
+        if path.is_file() and path.suffix in (".html", ".json", ".js", ".xml"):
+            assert SECRET not in path.read_text(encoding="utf-8", errors="replace"), path
+
+
+def test_check_of_a_file_that_is_no_card_is_an_error(kb_card):
+    code, out = run_cli("check", "/etc/passwd", "--root", str(kb_card))
+    one_error_line(code, out, "/etc/passwd", "not a card")
+    code, out = run_cli("check", str(kb_card / "playbook"), "--root", str(kb_card))
+    one_error_line(code, out, "no cards")
+
+
+# ---- 3. broken input stops build, link and find ----------------------------------------------
+
+import shutil  # noqa: E402
+
+from conftest import ROOT  # noqa: E402
+
+PLAYBOOK = """entries:
+  - id: vl-copies-slow
+    symptom: "many small host to device copies before the vision tower"
+    sublane: image
+    look:
+      - {repo: sglang, file: python/sglang/srt/models/qwen3_vl.py, symbols: []}
+    cards: [sglang/42]
+    lanes: [vl-single-image]
+    measure: "TTFT p50"
+"""
+
+
+@pytest.fixture
+def built(kb_card) -> Path:
+    """kb_card with a playbook file and the shipped radar, built once: every generated file exists."""
+    (kb_card / "playbook/symptoms").mkdir(parents=True, exist_ok=True)
+    (kb_card / "playbook/symptoms/image.yaml").write_text(PLAYBOOK, encoding="utf-8")
+    shutil.copy(ROOT / "references/radar.yaml", kb_card / "references/radar.yaml")
+    code, out = run_cli("build", "--root", str(kb_card))
+    assert code == 0, out
+    assert (kb_card / "references/radar.md").is_file() and (kb_card / "references/playbook.md").is_file()
+    return kb_card
+
+
+def generated(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in (root / "references").glob("*.md")}
+
+
+BREAKAGES = {
+    "card-frontmatter": ("references/cards/sglang/42.md", lambda t: t.replace("title: \"[VLM]", "title: [\"[VLM]", 1),
+                         "S001"),
+    "card-field-type": ("references/cards/sglang/42.md", lambda t: t.replace("families: [qwen3-vl]", "families: 3"),
+                        "S002"),
+    "lock-truncated": ("references/evidence/sglang/42.json", lambda t: t[: len(t) // 2], "S008"),
+    "radar-unparsable": ("references/radar.yaml", lambda t: "items: [\n" + t, "R001"),
+    "playbook-unparsable": ("playbook/symptoms/image.yaml", lambda t: t.replace("cards: [sglang/42]", "cards: [sglang/42"),
+                            "L007"),
+    "card-not-utf8": ("references/cards/sglang/42.md", lambda t: t.replace("Motivation", "Motivation \udcff"), "S001"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BREAKAGES))
+def test_broken_input_stops_build_and_writes_nothing(built, case):
+    rel, breaker, code_expected = BREAKAGES[case]
+    before = generated(built)
+    path = built / rel
+    path.write_bytes(breaker(path.read_text(encoding="utf-8")).encode("utf-8", "surrogateescape"))
+    (built / "references/cards/sglang/42.md").touch()
+    code, out = run_cli("build", "--root", str(built))
+    one_error_line(code, out, rel, code_expected, "nothing written")
+    assert generated(built) == before, "a generated file was rewritten from partial input"
+    code, out = run_cli("link", "--check", "--root", str(built))
+    one_error_line(code, out, rel)
+    code, out = run_cli("link", "--root", str(built))
+    one_error_line(code, out, rel)
+    code, out = run_cli("find", "video", "copies", "--root", str(built))
+    one_error_line(code, out, rel)

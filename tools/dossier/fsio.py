@@ -43,8 +43,25 @@ def write_new(path: Path, text: str) -> None:
             pass
 
 
-def read_text(path: Path) -> str:
-    """Read UTF-8 text or raise DossierError naming the file and the byte offset."""
+def refuse_outside(path: Path, root: Path | None = None) -> None:
+    """Refuse a symbolic link, or (given the repository root) a path that resolves outside it.
+
+    The knowledge base is published: a card linked to `/some/secret` must not put that
+    file's text on the site, so every knowledge-base file is a plain file inside the tree.
+    """
+    if path.is_symlink():
+        raise DossierError(f"{path}: is a symbolic link (to {os.readlink(path)}); "
+                           "knowledge-base files must be plain files")
+    if root is not None and path.exists() and not path.resolve().is_relative_to(Path(root).resolve()):
+        raise DossierError(f"{path}: resolves outside the repository ({path.resolve()})")
+
+
+def read_text(path: Path, root: Path | None = None) -> str:
+    """Read UTF-8 text or raise DossierError naming the file and the byte offset.
+
+    Symbolic links are refused, and with `root` so is anything that resolves outside it.
+    """
+    refuse_outside(path, root)
     try:
         data = path.read_bytes()
     except FileNotFoundError:

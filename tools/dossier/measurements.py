@@ -108,9 +108,9 @@ def problems(record: object) -> list[str]:
     return out
 
 
-def load_record(path: Path) -> dict:
+def load_record(path: Path, root: Path | None = None) -> dict:
     try:
-        return json.loads(read_text(path))
+        return json.loads(read_text(path, root))
     except json.JSONDecodeError as exc:
         raise DossierError(f"{path}: broken JSON at line {exc.lineno}: {exc.msg}") from None
 
@@ -120,7 +120,7 @@ def records(root: Path) -> dict[str, tuple[Path, dict | None, str | None]]:
     out = {}
     for path in sorted((root / MEASUREMENTS_DIR).glob("*/*.json")):
         try:
-            rec = load_record(path)
+            rec = load_record(path, root)
         except DossierError as exc:
             out[str(path.relative_to(root))] = (path, None, str(exc).split(": ", 1)[-1])
             continue

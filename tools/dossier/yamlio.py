@@ -96,9 +96,9 @@ def parse_yaml(text: str, source: str = "<yaml>", first_line: int = 1):
         raise YamlError(source, line, col, str(getattr(exc, "problem", None) or exc)) from None
 
 
-def read_yaml(path: Path, source: str | None = None):
-    """Read and parse a YAML file; a missing, non-UTF-8 or invalid file raises one DossierError line."""
-    return parse_yaml(read_text(path), source or str(path))
+def read_yaml(path: Path, source: str | None = None, root: Path | None = None):
+    """Read and parse a YAML file; a missing, non-UTF-8, symlinked or invalid file raises one DossierError line."""
+    return parse_yaml(read_text(path, root), source or str(path))
 
 
 def line_of(node, key=None, index: int | None = None) -> int:
