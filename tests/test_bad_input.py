@@ -102,7 +102,7 @@ from click.testing import CliRunner  # noqa: E402
 
 from dossier.cli import main  # noqa: E402
 
-from test_check import findings, kb_card  # noqa: E402,F401 - the fixture: one good card and its lock
+from test_check import GOOD as GOOD_CARD, findings, kb_card  # noqa: E402,F401 - the fixture: one good card and its lock
 
 SECRET = "TOP-SECRET-TOKEN-do-not-publish"
 
@@ -242,3 +242,91 @@ def test_broken_input_stops_build_and_writes_nothing(built, case):
     one_error_line(code, out, rel)
     code, out = run_cli("find", "video", "copies", "--root", str(built))
     one_error_line(code, out, rel)
+
+
+# ---- 4. strict YAML, size caps ---------------------------------------------------------------
+
+from dossier.cards import MAX_CARD_BYTES, MAX_FRONTMATTER_BYTES  # noqa: E402
+from dossier.yamlio import YamlError, parse_yaml  # noqa: E402
+
+CARD42 = "references/cards/sglang/42.md"
+BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+        "b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\n")
+
+
+def card_findings(kb, code="S001"):
+    return [(f.line, f.message) for f in findings(kb, select=[code]) if f.path == CARD42]
+
+
+def edit_card(kb, old, new):
+    path = kb / CARD42
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_duplicate_key_in_frontmatter_names_both_lines(kb_card):
+    edit_card(kb_card, "kind: perf", "kind: bugfix\nkind: perf")
+    [(line, msg)] = card_findings(kb_card)
+    assert "duplicate key 'kind'" in msg and "line 11" in msg and "first on line 10" in msg, msg
+
+
+@pytest.mark.parametrize("rel,text,code", [
+    ("references/radar.yaml", "items:\n  - id: a\n    id: b\n", "R001"),
+    ("playbook/symptoms/dup.yaml", "entries:\n  - id: a\n    symptom: x\n    symptom: y\n", "L007"),
+])
+def test_duplicate_keys_in_radar_and_playbook(kb_card, rel, text, code):
+    (kb_card / rel).parent.mkdir(parents=True, exist_ok=True)
+    (kb_card / rel).write_text(text, encoding="utf-8")
+    found = [f for f in findings(kb_card, select=[code]) if f.path == rel]
+    assert any("duplicate key" in f.message and "first on line" in f.message for f in found), found
+
+
+def test_duplicate_key_in_the_lane_registry(kb_card):
+    path = kb_card / "playbook/lanes.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("lanes:\n", "lanes: []\nlanes:\n", 1), encoding="utf-8")
+    found = findings(kb_card, select=["L010"])
+    assert any("duplicate key 'lanes'" in f.message for f in found), found
+
+
+def test_alias_bomb_in_frontmatter_is_refused_at_the_alias(kb_card):
+    edit_card(kb_card, "kind: perf", "kind: perf\n" + BOMB)
+    [(line, msg)] = card_findings(kb_card)
+    assert "anchors and aliases are not allowed" in msg and "(line 12)" in msg, msg
+    code, out = run_cli("find", "vision", "copy", "--root", str(kb_card))
+    one_error_line(code, out, CARD42, "aliases")
+
+
+@pytest.mark.parametrize("text,where", [
+    ("a: &x [1]\nb: *x\n", (3, 4)), ("a: &a [*a]\n", (2, 8)), ("base: {x: 1}\nc:\n  <<: {x: 2}\n", (4, 3)),
+])
+def test_aliases_and_merge_keys_are_refused_everywhere(text, where):
+    with pytest.raises(YamlError) as exc:
+        parse_yaml(text, "f.yaml", first_line=2)
+    assert (exc.value.line, exc.value.col) == where
+    assert "not allowed" in exc.value.problem
+
+
+def test_a_nul_byte_is_reported_on_its_own_line(kb_card):
+    edit_card(kb_card, "kind: perf", "kind: perf\x00")
+    [(line, msg)] = card_findings(kb_card)
+    assert "(line 10)" in msg and "#x0000" in msg, msg
+
+
+def test_a_byte_order_mark_is_named_as_such(kb_card):
+    path = kb_card / CARD42
+    path.write_text("\ufeff" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    [(line, msg)] = card_findings(kb_card)
+    assert "byte-order mark" in msg, msg
+
+
+def test_card_and_frontmatter_size_caps(kb_card):
+    edit_card(kb_card, "kind: perf", "kind: perf\nnote: " + "x" * MAX_FRONTMATTER_BYTES)
+    [(line, msg)] = card_findings(kb_card)
+    assert "the cap is" in msg, msg
+    path = kb_card / CARD42
+    path.write_text(GOOD_CARD + "\nfiller line of a pasted log\n" * (MAX_CARD_BYTES // 20), encoding="utf-8")
+    [(line, msg)] = card_findings(kb_card)
+    assert "a card is at most" in msg, msg
+    code, out = run_cli("build", "--root", str(kb_card))
+    one_error_line(code, out, CARD42, "at most")

@@ -56,6 +56,9 @@ def refuse_outside(path: Path, root: Path | None = None) -> None:
         raise DossierError(f"{path}: resolves outside the repository ({path.resolve()})")
 
 
+MAX_READ_BYTES = 64 * 1024 * 1024  # every input the tool reads is far smaller (the largest lock is ~1 MB)
+
+
 def read_text(path: Path, root: Path | None = None) -> str:
     """Read UTF-8 text or raise DossierError naming the file and the byte offset.
 
@@ -63,6 +66,8 @@ def read_text(path: Path, root: Path | None = None) -> str:
     """
     refuse_outside(path, root)
     try:
+        if path.is_file() and path.stat().st_size > MAX_READ_BYTES:
+            raise DossierError(f"{path}: {path.stat().st_size:,} bytes; the cap is {MAX_READ_BYTES:,}")
         data = path.read_bytes()
     except FileNotFoundError:
         raise DossierError(f"{path}: no such file") from None

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from .cards import Card, parse_card
+from .cards import MAX_CARD_BYTES, Card, parse_card
 from .config import Config
 from .errors import DossierError
 from .evidence import load_lock
@@ -45,6 +45,9 @@ class KnowledgeBase:
         cards, unreadable = [], []
         for path in paths:
             try:
+                size = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
+                if size > MAX_CARD_BYTES:
+                    raise DossierError(f"{path}: {size:,} bytes; a card is at most {MAX_CARD_BYTES:,}")
                 text = read_text(path, self.root)
             except DossierError as exc:
                 unreadable.append((path, str(exc).split(": ", 1)[-1]))
