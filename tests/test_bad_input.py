@@ -330,3 +330,42 @@ def test_card_and_frontmatter_size_caps(kb_card):
     assert "a card is at most" in msg, msg
     code, out = run_cli("build", "--root", str(kb_card))
     one_error_line(code, out, CARD42, "at most")
+
+
+# ---- 5. file modes follow the umask ----------------------------------------------------------
+
+import os  # noqa: E402
+import stat  # noqa: E402
+
+from dossier.fsio import write_atomic, write_new  # noqa: E402
+
+
+@pytest.fixture
+def umask():
+    old = os.umask(0o022)
+    yield lambda mask: os.umask(mask)
+    os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_generated_files_follow_the_umask(kb_card, umask):
+    umask(0o022)
+    code, out = run_cli("build", "--root", str(kb_card))
+    assert code == 0, out
+    assert mode(kb_card / "references/pr-history.md") == 0o644
+    umask(0o002)
+    write_new(kb_card / "new.md", "x\n")
+    write_atomic(kb_card / "other.md", "y\n")
+    assert mode(kb_card / "new.md") == 0o664 and mode(kb_card / "other.md") == 0o664
+
+
+def test_rewriting_a_file_keeps_its_mode(tmp_path, umask):
+    umask(0o022)
+    path = tmp_path / "private.md"
+    path.write_text("a\n")
+    path.chmod(0o640)
+    write_atomic(path, "b\n")
+    assert mode(path) == 0o640 and path.read_text() == "b\n"

@@ -3,16 +3,49 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 from .errors import DossierError
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write text to path via a temp file in the same folder and os.replace."""
+def _umask() -> int:
+    """The process umask, read without changing it where /proc allows (os.umask sets it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _mode_for(path: Path) -> int:
+    """The mode a plain write would give: an existing file keeps its own, a new one 0666 less the umask.
+
+    mkstemp makes its file 0600; without this every file the tool writes would end up unreadable
+    to a web server or a second user.
+    """
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, _mode_for(path))
+    return fd, tmp
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write text to path via a temp file in the same folder and os.replace."""
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
@@ -27,8 +60,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 def write_new(path: Path, text: str) -> None:
     """Create path atomically; refuse if it exists (never overwrite hand-written files)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.write(text)
