@@ -369,3 +369,82 @@ def test_rewriting_a_file_keeps_its_mode(tmp_path, umask):
     path.chmod(0o640)
     write_atomic(path, "b\n")
     assert mode(path) == 0o640 and path.read_text() == "b\n"
+
+
+# ---- 6. locks and records that cannot be faked cheaply ---------------------------------------
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from dossier.evidence import line_hash, lock_digest, write_lock  # noqa: E402
+from test_measurements import FAKE, mkb  # noqa: E402,F401 - the fixture: a stand-in repro and its card
+
+OLD_LINE = '+        x = x.to("cuda", non_blocking=True)'
+NEW_LINE = '+        x = x.to("cuda", non_blocking=False)'
+
+
+def test_forged_line_hash_with_recomputed_lock_hash_fails_check_source(kb_card, upstream):
+    edit_card(kb_card, OLD_LINE, NEW_LINE)
+    path = kb_card / "references/evidence/sglang/42.json"
+    lock = json.loads(path.read_text(encoding="utf-8"))
+    old, new = line_hash("+", OLD_LINE[1:]), line_hash("+", NEW_LINE[1:])
+    for f in lock["files"]:
+        for hunk in f["hunks"]:
+            hunk["lines"] = [new if h == old else h for h in hunk["lines"]]
+    lock["lock_sha256"] = lock_digest(lock)
+    write_lock(path, lock)
+    assert findings(kb_card, select=["G001", "G004"]) == [], "the forgery passes the offline rules"
+    drift = findings(kb_card, select=["G005"], sources={"sglang": str(upstream.path)})
+    assert [f.code for f in drift] == ["G005"] and "line hash" in drift[0].message, drift
+    code, out = run_cli("check", "--select", "G005", "--source", f"sglang={upstream.path}", "--root", str(kb_card))
+    assert code == 1 and "qwen3_vl.py: hunk 1" in out, out
+
+
+def raw_record(kb: Path, tmp_path: Path) -> tuple[Path, dict]:
+    raw = tmp_path / "raw.json"
+    subprocess.run([sys.executable, str(kb / "playbook/repros/fake.py"), "--out", str(raw)], check=True)
+    return raw, json.loads(raw.read_text(encoding="utf-8"))
+
+
+def _case(**kw):
+    return lambda r: r["cases"][0].update(**kw)
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (_case(before_ms=float("nan")), "NaN"),
+    (_case(after_ms=float("inf")), "Infinity"),
+    (_case(after_ms=-3.5), "finite positive"),
+    (_case(before_ms="26.65"), "finite positive"),
+    (_case(speedup=2.0), "disagrees with before_ms / after_ms"),
+    (_case(speedup=0), "finite positive"),
+    (_case(peak_mib_after=-1), "peak_mib_after"),
+    (lambda r: r["device"].update(gpu="cpu"), "without a GPU"),
+    (lambda r: r["device"].update(gpu="Intel Xeon"), "without a GPU"),
+    (lambda r: r["device"].update(cuda="yes"), "not a CUDA version"),
+    (lambda r: r.update(measured="30/11/2026"), "not an ISO date"),
+    (lambda r: r.update(measured="2026-13-40"), "not an ISO date"),
+])
+def test_repro_record_refuses_a_garbled_record(mkb, tmp_path, mutate, needle):
+    raw, rec = raw_record(mkb, tmp_path)
+    mutate(rec)
+    raw.write_text(json.dumps(rec), encoding="utf-8")  # json writes nan/inf as NaN/Infinity
+    code, out = run_cli("repro", "record", str(raw), "--root", str(mkb))
+    one_error_line(code, out, needle)
+    assert not (mkb / "references/measurements/sglang/42.json").exists()
+
+
+def test_a_good_record_is_still_filed(mkb, tmp_path):
+    raw, _ = raw_record(mkb, tmp_path)
+    code, out = run_cli("repro", "record", str(raw), "--root", str(mkb))
+    assert code == 0, out
+
+
+def test_m004_looks_only_at_measurement_values(mkb, tmp_path):
+    raw, _ = raw_record(mkb, tmp_path)
+    assert run_cli("repro", "record", str(raw), "--root", str(mkb))[0] == 0
+    card = mkb / "references/cards/sglang/42.md"
+    text = card.read_text(encoding="utf-8").replace("additions: 1,", "additions: 165,")
+    card.write_text(text.replace("Text.", "The kernel reads `x[165]` and keeps 26.65 lines in flight.\n\n"
+                                 "```\nbuf = alloc(165)\n```\n"), encoding="utf-8")
+    found = [(f.line, f.message) for f in findings(mkb, select=["M004"])]
+    assert [m.split(" ")[0] for _, m in found] == ["26.65"], found
