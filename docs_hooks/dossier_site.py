@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 from dossier.cli import command_help
@@ -21,6 +22,9 @@ _state: dict = {}
 
 
 def on_config(config):
+    if "dossier.site.safe_html" not in config.markdown_extensions:
+        raise PluginError("mkdocs.yml must list the markdown extension dossier.site.safe_html: "
+                          "cards and PR titles are text from outside and must not reach the site as HTML")
     root = find_root(Path(config.config_file_path).parent)
     pages, coverage = build_site(load_config(root), check_help=command_help("check"))
     _state.update(pages=pages, coverage=coverage)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import shutil
 from pathlib import Path
 
@@ -26,7 +28,8 @@ def findings(root: Path, select: str | None = None):
 
 
 def write_registry(root: Path, lanes: list[dict]) -> None:
-    (root / "playbook" / "lanes.yaml").write_text(yaml.safe_dump({"lanes": lanes}, sort_keys=False))
+    # through JSON: a dict shared by two lanes would otherwise be dumped as an anchor and alias, which the reader refuses
+    (root / "playbook" / "lanes.yaml").write_text(yaml.safe_dump({"lanes": json.loads(json.dumps(lanes))}, sort_keys=False))
 
 
 def with_scripts(kb: Path) -> Path:

@@ -33,7 +33,7 @@ def make_kb(kb, text=GOOD, name="video.yaml", card=True, tree=True):
     (kb / "playbook" / "symptoms" / name).write_text(text, encoding="utf-8")
     if card:
         (kb / "references" / "cards" / "sglang").mkdir(parents=True, exist_ok=True)
-        (kb / "references" / "cards" / "sglang" / "16366.md").write_text("---\n---\n", encoding="utf-8")
+        (kb / "references" / "cards" / "sglang" / "16366.md").write_text("---\nrepo: sglang\npr: 16366\n---\n", encoding="utf-8")
     if tree:
         trees = kb / "references" / "trees"
         trees.mkdir(parents=True, exist_ok=True)

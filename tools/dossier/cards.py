@@ -13,6 +13,11 @@ FILE_GROUPS = ("Runtime", "Tests", "Docs", "CI", "Other")
 KINDS = ("perf", "feature", "new-model", "bugfix", "hardware", "docs", "refactor", "revert", "ci", "test")
 STATES = ("merged", "open", "closed")
 
+# Far above any real card (the largest is ~10 KB, its frontmatter under 1 KB), low enough that a
+# pasted log or generated blob cannot cost seconds and gigabytes in every command.
+MAX_CARD_BYTES = 256 * 1024
+MAX_FRONTMATTER_BYTES = 16 * 1024
+
 _HEADING = re.compile(r"^(#{2,3})\s+(.*?)\s*$")
 # The hunk may carry git's function context after the closing @@, as `dossier new` lists it.
 _EXCERPT_HEAD = re.compile(r"^###\s+`([^`]+)`(?:\s+`(@@[^`@]*@@)[^`]*`)?\s*$")
@@ -107,7 +112,9 @@ def _meta_key_lines(lines: list[str]) -> dict[str, int]:
 def parse_card(path: Path, text: str) -> Card:
     lines = text.split("\n")
     meta, meta_error, meta_lines, body_start = None, None, {}, 1
-    if lines and lines[0].strip() == "---":
+    if text.startswith("\ufeff"):
+        meta_error = "the file starts with a byte-order mark (U+FEFF); save it as UTF-8 without one"
+    elif lines and lines[0].strip() == "---":
         try:
             end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
         except StopIteration:
@@ -117,6 +124,8 @@ def parse_card(path: Path, text: str) -> Card:
             meta_lines = _meta_key_lines(lines[1:end])
             body_start = end + 2
             try:
+                if len(raw.encode()) > MAX_FRONTMATTER_BYTES:
+                    raise YamlError(str(path), 2, 1, f"{len(raw.encode()):,} bytes; the cap is {MAX_FRONTMATTER_BYTES:,}")
                 meta = parse_yaml(raw, str(path), first_line=2)
             except YamlError as exc:
                 meta_error = f"frontmatter is not valid YAML (line {exc.line}): {exc.problem}"

@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from .cards import Card, parse_card
+from .cards import MAX_CARD_BYTES, Card, parse_card
 from .config import Config
 from .errors import DossierError
 from .evidence import load_lock
-from .fsio import read_text
+from .fsio import read_text, refuse_outside
 
 TREES_DIR = "references/trees"
 
@@ -32,8 +32,8 @@ class KnowledgeBase:
 
     def rel(self, path: Path) -> str:
         if path not in self.rel_paths:
-            try:
-                self.rel_paths[path] = str(path.resolve().relative_to(self.root))
+            try:  # the folder resolved, not the file: a symlinked card is named as itself
+                self.rel_paths[path] = str((path.parent.resolve() / path.name).relative_to(self.root))
             except ValueError:
                 self.rel_paths[path] = str(path)
         return self.rel_paths[path]
@@ -41,34 +41,38 @@ class KnowledgeBase:
     def all_card_paths(self) -> list[Path]:
         return sorted(self.config.cards_dir.glob("*/*.md"))
 
-    @cached_property
-    def loaded(self) -> tuple[list[Card], list[tuple[Path, str]]]:
+    def _read_cards(self, paths: list[Path]) -> tuple[list[Card], list[tuple[Path, str]]]:
         cards, unreadable = [], []
-        for path in self.card_paths if self.card_paths is not None else self.all_card_paths():
+        for path in paths:
             try:
-                text = read_text(path)
+                size = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
+                if size > MAX_CARD_BYTES:
+                    raise DossierError(f"{path}: {size:,} bytes; a card is at most {MAX_CARD_BYTES:,}")
+                text = read_text(path, self.root)
             except DossierError as exc:
                 unreadable.append((path, str(exc).split(": ", 1)[-1]))
                 continue
             cards.append(parse_card(path, text))
         return cards, unreadable
 
+    @cached_property
+    def all_loaded(self) -> tuple[list[Card], list[tuple[Path, str]]]:
+        """(every card in the tree, (path, why) of each card that cannot be read)."""
+        return self._read_cards(self.all_card_paths())
+
+    @cached_property
+    def loaded(self) -> tuple[list[Card], list[tuple[Path, str]]]:
+        """The cards being checked (PATHS, or all) and the unreadable ones among them."""
+        return self.all_loaded if self.card_paths is None else self._read_cards(self.card_paths)
+
     @property
     def cards(self) -> list[Card]:
         return self.loaded[0]
 
-    @cached_property
+    @property
     def all_cards(self) -> list[Card]:
-        """Every card in the tree, for cross-card rules even when checking a subset."""
-        if self.card_paths is None:
-            return self.cards
-        out = []
-        for path in self.all_card_paths():
-            try:
-                out.append(parse_card(path, read_text(path)))
-            except DossierError:
-                continue
-        return out
+        """Every readable card in the tree, for cross-card rules even when checking a subset."""
+        return self.all_loaded[0]
 
     def card_id(self, card: Card) -> str:
         return card.cid
@@ -82,10 +86,11 @@ class KnowledgeBase:
         key = (repo, pr)
         if key not in self.locks:
             path = self.config.lock_path(repo, pr)
-            if not path.exists():
+            if not path.exists() and not path.is_symlink():
                 self.locks[key] = (None, f"no evidence lock at {self.rel(path)}; run `dossier fetch {repo} {pr}`")
             else:
                 try:
+                    refuse_outside(path, self.root)
                     self.locks[key] = (load_lock(path), None)
                 except DossierError as exc:
                     self.locks[key] = (None, str(exc))

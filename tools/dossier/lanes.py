@@ -41,7 +41,7 @@ def read_registry(root: Path) -> Registry:
     if not path.exists():
         return Registry(present=False)
     try:
-        data = read_yaml(path, REGISTRY)
+        data = read_yaml(path, REGISTRY, root)
     except YamlError as exc:
         return Registry(problem=(exc.line, f"invalid YAML: {exc.problem}"))
     except DossierError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 
+from .errors import DossierError
 from .kb import KnowledgeBase
 from .fsio import read_text, write_atomic
 from .playbook import playbook_files
@@ -39,7 +40,11 @@ def missing_links(ctx: KnowledgeBase) -> list[tuple[str, int, str, list[str]]]:
     out = []
     for path in playbook_files(ctx.root):
         entry = None
-        for number, line in enumerate(read_text(path).split("\n"), start=1):
+        try:
+            text = read_text(path, ctx.root)
+        except DossierError:
+            continue  # L007 reports the file; `dossier link` refuses to run until it reads
+        for number, line in enumerate(text.split("\n"), start=1):
             m = _ENTRY.match(line)
             if m:
                 entry = m.group(1)

@@ -10,8 +10,10 @@ in a generated "Measured on H200" block that `dossier build` writes (M003).
 from __future__ import annotations
 
 import ast
+import datetime
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,8 +77,61 @@ def scripts(root: Path) -> list[Script]:
     return out
 
 
+_CUDA_VERSION = re.compile(r"^\d{1,2}\.\d{1,2}(?:\.\d{1,3})?$")
+# A GPU's name, whatever its case: a vendor or product family (a "cpu" is none of these).
+_GPU_NAME = re.compile(r"nvidia|geforce|rtx|tesla|quadro|\b[abhlv]\d{2,3}\b|\bgb?\d{3}\b|amd|radeon|instinct"
+                       r"|\bmi\d{3}|intel.*(?:arc|max|gaudi)|gaudi|ascend|\bnpu\b", re.I)
+# Measured speedup is before/after rounded (the scripts keep 3 decimals): a 1% or 0.002 slack.
+_SPEEDUP_SLACK = (0.01, 0.002)
+
+
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _nonnegative_or_none(value) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                             and math.isfinite(value) and value >= 0)
+
+
+def _iso_date(value) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        (datetime.datetime if "T" in value else datetime.date).fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def _case_problems(i: int, case: dict) -> list[str]:
+    out, at = [], f"case {i + 1}"
+    for key in ("before_ms", "after_ms"):
+        if key in case and not _positive(case[key]):
+            out.append(f"{at}: {key} must be a finite positive number of milliseconds, got {case[key]!r}")
+    for key in ("peak_mib_before", "peak_mib_after", "max_abs_err"):
+        if not _nonnegative_or_none(case.get(key)):
+            out.append(f"{at}: {key} must be a finite number >= 0 or null, got {case.get(key)!r}")
+    for key in ("before_spread_ms", "after_spread_ms"):
+        if key in case and (not isinstance(case[key], list) or not all(_positive(v) for v in case[key])):
+            out.append(f"{at}: {key} must be a list of finite positive numbers")
+    if "speedup" in case:
+        sp = case["speedup"]
+        if not _positive(sp):
+            out.append(f"{at}: speedup must be a finite positive number, got {sp!r}")
+        elif _positive(case.get("before_ms")) and _positive(case.get("after_ms")):
+            ratio = case["before_ms"] / case["after_ms"]
+            if abs(sp - ratio) > max(_SPEEDUP_SLACK[0] * ratio, _SPEEDUP_SLACK[1]):
+                out.append(f"{at}: speedup {sp} disagrees with before_ms / after_ms = {ratio:.3f}")
+    return out
+
+
 def problems(record: object) -> list[str]:
-    """What is wrong with a record's shape; [] for a valid one."""
+    """What is wrong with a record's shape; [] for a valid one.
+
+    Strict, since a record is filed as it is and its numbers are shown as measured: times
+    finite and positive, a speedup that is before/after, a GPU named, ISO dates, a CUDA version.
+    """
     if not isinstance(record, dict):
         return ["a record is a JSON object"]
     out = []
@@ -90,8 +145,15 @@ def problems(record: object) -> list[str]:
     device = record.get("device")
     if not isinstance(device, dict) or not all(k in device for k in ("gpu", "torch", "cuda", "transformers")):
         out.append("'device' needs gpu, torch, cuda and transformers")
-    elif not device.get("cuda") or "CPU" in str(device.get("gpu")):
-        out.append("measured without a GPU: run it on the device")
+    elif not device.get("cuda") or not isinstance(device.get("gpu"), str) or "cpu" in device["gpu"].lower() \
+            or not _GPU_NAME.search(device["gpu"]):
+        out.append(f"measured without a GPU (device.gpu {device.get('gpu')!r}): run it on the device")
+    elif not _CUDA_VERSION.match(str(device.get("cuda"))):
+        out.append(f"device.cuda {device.get('cuda')!r} is not a CUDA version such as 12.4")
+    elif not all(isinstance(device.get(k), str) and device[k].strip() for k in ("torch", "transformers")):
+        out.append("device.torch and device.transformers are version strings")
+    if isinstance(record.get("measured"), str) and record["measured"] and not _iso_date(record["measured"]):
+        out.append(f"measured {record['measured']!r} is not an ISO date (YYYY-MM-DD)")
     if record.get("quick"):
         out.append("a --quick smoke run is not a measurement")
     cases = record.get("cases")
@@ -103,16 +165,24 @@ def problems(record: object) -> list[str]:
                 out.append(f"case {i + 1} needs {', '.join(CASE_KEYS)}")
             elif ("before_ms" in case) != ("after_ms" in case):
                 out.append(f"case {i + 1} has only one of before_ms / after_ms")
+            else:
+                out.extend(_case_problems(i, case))
         if not any(isinstance(c, dict) and "before_ms" in c for c in cases):
             out.append("no case has before_ms and after_ms")
     return out
 
 
-def load_record(path: Path) -> dict:
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number a measurement can have")
+
+
+def load_record(path: Path, root: Path | None = None) -> dict:
     try:
-        return json.loads(read_text(path))
+        return json.loads(read_text(path, root), parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise DossierError(f"{path}: broken JSON at line {exc.lineno}: {exc.msg}") from None
+    except ValueError as exc:  # NaN, Infinity (Python's json reads them; JSON has no such numbers)
+        raise DossierError(f"{path}: {exc}") from None
 
 
 def records(root: Path) -> dict[str, tuple[Path, dict | None, str | None]]:
@@ -120,7 +190,7 @@ def records(root: Path) -> dict[str, tuple[Path, dict | None, str | None]]:
     out = {}
     for path in sorted((root / MEASUREMENTS_DIR).glob("*/*.json")):
         try:
-            rec = load_record(path)
+            rec = load_record(path, root)
         except DossierError as exc:
             out[str(path.relative_to(root))] = (path, None, str(exc).split(": ", 1)[-1])
             continue

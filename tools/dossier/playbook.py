@@ -40,6 +40,7 @@ class Problem:
     path: str
     line: int
     message: str
+    unreadable: bool = False  # the file (or an entry) could not be read into its shape at all
 
 
 @dataclass
@@ -68,19 +69,19 @@ def load(root: Path) -> Playbook:
     for path in playbook_files(root):
         rel = str(path.relative_to(root))
         try:
-            data = read_yaml(path, rel)
+            data = read_yaml(path, rel, root)
         except YamlError as exc:
-            book.problems.append(Problem(rel, exc.line, f"invalid YAML: {exc.problem}"))
+            book.problems.append(Problem(rel, exc.line, f"invalid YAML: {exc.problem}", True))
             continue
         except DossierError as exc:
-            book.problems.append(Problem(rel, 1, str(exc).split(": ", 1)[-1]))
+            book.problems.append(Problem(rel, 1, str(exc).split(": ", 1)[-1], True))
             continue
         if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
-            book.problems.append(Problem(rel, 1, "a playbook file is a mapping with an `entries:` list"))
+            book.problems.append(Problem(rel, 1, "a playbook file is a mapping with an `entries:` list", True))
             continue
         for i, entry in enumerate(data["entries"]):
             if not isinstance(entry, dict):
-                book.problems.append(Problem(rel, line_of(data, "entries", i), "an entry must be a mapping"))
+                book.problems.append(Problem(rel, line_of(data, "entries", i), "an entry must be a mapping", True))
                 continue
             entry["_file"] = rel
             book.problems.extend(_validate(rel, entry, seen))

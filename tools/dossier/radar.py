@@ -83,7 +83,7 @@ def load(root: Path, repos=None) -> Radar | None:
     if not path.exists():
         return None
     try:
-        text = read_text(path)
+        text = read_text(path, root)
     except DossierError as exc:
         return Radar(path, "", [], [(1, str(exc).split(": ", 1)[-1])])
     try:

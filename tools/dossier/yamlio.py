@@ -3,6 +3,10 @@
 Every mapping comes back as a `LinedMap` and every list as a `LinedList`: plain
 dict and list subclasses that also carry the 1-based lines their keys and items
 sit on, so a rule can point at the line of a bad value without re-parsing.
+
+Strict where PyYAML is lenient: a duplicate key is an error naming both lines (not
+"the last one wins"), anchors and aliases are refused (an alias bomb of a few
+hundred bytes expands to gigabytes), and a document over MAX_YAML_BYTES is refused.
 """
 
 from __future__ import annotations
@@ -44,8 +48,18 @@ class LinedList(list):
 _BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it: ~5x faster
 
 
+MAX_YAML_BYTES = 4 * 1024 * 1024  # the largest hand-written YAML file is ~16 KB
+
+
 class _LinedLoader(_BaseLoader):
     first_line = 1  # set per call through a subclass, so frontmatter lines count from the file's top
+
+    def construct_object(self, node, deep=False):
+        # In a tree every node is built once; a node seen again was reached through an alias.
+        if node in self.constructed_objects or node in self.recursive_objects:
+            raise yaml.constructor.ConstructorError(
+                None, None, "anchors and aliases are not allowed (write the value out)", node.start_mark)
+        return super().construct_object(node, deep=deep)
 
 
 def _map(loader, node):
@@ -54,6 +68,9 @@ def _map(loader, node):
     out.key_lines, out.item_lines, out.spans = {}, {}, {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, (list, dict)) and key in out.key_lines:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (first on line {out.key_lines[key]})", key_node.start_mark)
         try:
             out[key] = loader.construct_object(value_node, deep=True)
         except TypeError:  # an unhashable key (a list or a mapping): report like PyYAML does
@@ -76,6 +93,25 @@ def _seq(loader, node):
 
 _LinedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _map)
 _LinedLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _seq)
+
+
+def _merge(loader, node):
+    raise yaml.constructor.ConstructorError(None, None, "merge keys (<<) are not allowed (write the keys out)",
+                                            node.start_mark)
+
+
+_LinedLoader.add_constructor("tag:yaml.org,2002:merge", _merge)
+
+
+def _first_alias(text: str):
+    """Mark of the first alias in text (to point at it, not at its anchor), or None."""
+    try:
+        for event in yaml.parse(text, Loader=_BaseLoader):
+            if isinstance(event, yaml.AliasEvent):
+                return event.start_mark
+    except yaml.YAMLError:
+        pass
+    return None
 _LOADERS: dict[int, type] = {1: _LinedLoader}
 # Dumping what was read (`dossier lanes show`, site pages) must not need a plain-dict copy first.
 yaml.SafeDumper.add_representer(LinedMap, yaml.representer.SafeRepresenter.represent_dict)
@@ -84,21 +120,31 @@ yaml.SafeDumper.add_representer(LinedList, yaml.representer.SafeRepresenter.repr
 
 def parse_yaml(text: str, source: str = "<yaml>", first_line: int = 1):
     """Parse one YAML document; `first_line` is the file line the text starts on."""
+    if len(text) > MAX_YAML_BYTES:
+        raise YamlError(source, first_line, 1, f"{len(text):,} characters; the cap is {MAX_YAML_BYTES:,}")
     loader = _LOADERS.get(first_line)
     if loader is None:
         loader = _LOADERS[first_line] = type("_LinedLoaderAt", (_LinedLoader,), {"first_line": first_line})
     try:
         return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.reader.ReaderError as exc:  # a NUL or other control character: it has an offset, not a mark
+        before = text[: exc.position]
+        line, col = before.count("\n") + first_line, exc.position - (before.rfind("\n") + 1) + 1
+        char = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        raise YamlError(source, line, col, f"unacceptable character {char}: {exc.reason}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
+        problem = str(getattr(exc, "problem", None) or exc).split("\n")[0]
+        if problem.startswith("anchors and aliases"):
+            mark = _first_alias(text) or mark
         line = mark.line + first_line if mark else first_line
         col = mark.column + 1 if mark else 1
-        raise YamlError(source, line, col, str(getattr(exc, "problem", None) or exc)) from None
+        raise YamlError(source, line, col, problem) from None
 
 
-def read_yaml(path: Path, source: str | None = None):
-    """Read and parse a YAML file; a missing, non-UTF-8 or invalid file raises one DossierError line."""
-    return parse_yaml(read_text(path), source or str(path))
+def read_yaml(path: Path, source: str | None = None, root: Path | None = None):
+    """Read and parse a YAML file; a missing, non-UTF-8, symlinked or invalid file raises one DossierError line."""
+    return parse_yaml(read_text(path, root), source or str(path))
 
 
 def line_of(node, key=None, index: int | None = None) -> int:

@@ -94,7 +94,12 @@ def lock_hash(ctx, card):
 
 @rule("G005", "lock-drift")
 def lock_drift(ctx, card):
-    """With `--source NAME=CLONE`: the lock no longer matches the diff in the clone."""
+    """With `--source NAME=CLONE`: the lock no longer matches the diff in the clone.
+
+    The lock is rebuilt from the clone and compared whole: `diff_sha256`, and each file's
+    hunks and per-line hashes (what G001 checks excerpts against), so a lock whose line
+    hashes were edited to fit a changed excerpt, with a recomputed `lock_sha256`, fails here.
+    """
     repo = card.path.parent.name
     if repo not in ctx.sources:
         return
@@ -107,6 +112,30 @@ def lock_drift(ctx, card):
         yield Finding(path, 1, 1, "G005", f"cannot re-verify against {ctx.sources[repo]}: {error}")
     elif fresh["diff_sha256"] != lock["diff_sha256"]:
         yield Finding(path, 1, 1, "G005", "diff in the clone differs from the lock (diff_sha256); re-fetch and re-read the card")
+    else:
+        for problem in _hunk_drift(lock, fresh):
+            yield Finding(path, 1, 1, "G005", f"{problem}; the clone's diff says otherwise: re-fetch the lock")
+
+
+def _hunk_drift(lock: dict, fresh: dict) -> list[str]:
+    """Where the stored lock's files, hunks and line hashes differ from those rebuilt from the clone."""
+    mine = {f.get("path"): f for f in lock.get("files", []) if isinstance(f, dict)}
+    theirs = {f["path"]: f for f in fresh.get("files", [])}
+    out = [f"{p}: in the lock, not in the diff" for p in sorted(set(mine) - set(theirs))]
+    out += [f"{p}: in the diff, not in the lock" for p in sorted(set(theirs) - set(mine))]
+    for p in sorted(set(mine) & set(theirs)):
+        a, b = mine[p].get("hunks") or [], theirs[p].get("hunks") or []
+        if len(a) != len(b):
+            out.append(f"{p}: {len(a)} hunks in the lock, {len(b)} in the diff")
+            continue
+        for i, (ha, hb) in enumerate(zip(a, b), start=1):
+            if not isinstance(ha, dict) or ha.get("header") != hb["header"]:
+                out.append(f"{p}: hunk {i} header differs")
+            elif ha.get("lines") != hb["lines"]:
+                bad = next((j for j, (x, y) in enumerate(zip(ha.get("lines") or [], hb["lines"]), start=1) if x != y),
+                           min(len(ha.get("lines") or []), len(hb["lines"])) + 1)
+                out.append(f"{p}: hunk {i} ({hb['header']}) line hash {bad} differs")
+    return out
 
 
 @rule("G006", "excerpt-too-long")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from .. import measurements as ms
+from ..cards import is_fence
 from ..errors import DossierError
 from .base import Finding, rule
 
@@ -80,6 +81,7 @@ def measurement_not_shown(ctx):
 
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
 
 
 def _record_numbers(record: dict) -> set[str]:
@@ -103,14 +105,24 @@ def measured_number_by_hand(ctx, card):
     `dossier build` between the `measured-block` markers. Outside that block, a
     "## Measured on H200" heading or a number equal to one of the card's record
     values (3 significant digits or more) is a measurement typed by hand. Numbers an
-    upstream author reported stay in the prose, attributed to them.
+    upstream author reported stay in the prose, attributed to them. Only the prose
+    counts: the frontmatter's facts (`additions: 100`), fenced code and `code spans`
+    are not measurements.
     """
     rec = ctx.measurement_records.get(f"{card.path.parent.name}#{card.path.stem}")
     numbers = _record_numbers(rec[1]) if rec and isinstance(rec[1], dict) else set()
     if not numbers and "measured on h200" not in card.text.lower():
         return
-    inside = False
-    for number, line in enumerate(card.text.split("\n"), 1):
+    inside = fenced = False
+    lines = card.text.split("\n")
+    for number, line in enumerate(lines, 1):
+        if number < card.body_start:
+            continue  # frontmatter: facts from the lock, not measurements
+        if is_fence(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
         if line.startswith(ms.BLOCK_START):
             inside = True
         elif line.startswith(ms.BLOCK_END):
@@ -123,7 +135,8 @@ def measured_number_by_hand(ctx, card):
                 yield Finding(ctx.rel(card.path), number, 1, "M004",
                               "hand-written measurement section: `dossier build` writes it from the record")
         else:
-            hit = next((m for m in _NUMBER.finditer(line) if m.group(0) in numbers), None)
+            prose = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)  # keep columns
+            hit = next((m for m in _NUMBER.finditer(prose) if m.group(0) in numbers), None)
             if hit:
                 yield Finding(ctx.rel(card.path), number, hit.start() + 1, "M004",
                               f"{hit.group(0)} is a measured value typed by hand: the generated block shows it")

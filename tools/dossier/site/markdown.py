@@ -8,6 +8,7 @@ headings are rewritten here. Fenced code is never touched.
 from __future__ import annotations
 
 import hashlib
+import html
 import posixpath
 import re
 from typing import Callable
@@ -39,7 +40,9 @@ def relative(from_page: str, to_page: str) -> str:
 
 
 def frontmatter(title: str) -> str:
-    return "---\n" + yaml.safe_dump({"title": title}, allow_unicode=True, width=1000) + "---\n\n"
+    """A page's frontmatter. The theme puts the title into <title> and the navigation as it is,
+    so it is HTML-escaped here: a PR title is text from outside."""
+    return "---\n" + yaml.safe_dump({"title": html.escape(str(title), quote=False)}, allow_unicode=True, width=1000) + "---\n\n"
 
 
 def rewrite_links(text: str, source: str, page: str, site_path: Callable[[str], str | None]) -> str:

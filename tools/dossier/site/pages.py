@@ -17,6 +17,8 @@ from pathlib import Path
 import yaml
 
 from ..config import Config
+from ..errors import DossierError
+from ..fsio import read_text
 from ..render import render
 from . import check_pages
 from .markdown import (cell, diff_fences, frontmatter, link_excerpt_heads, link_pr_numbers, rewrite_links,
@@ -236,7 +238,7 @@ class Site:
         entries = [eid for eid, e in self.refs.entries.items() if lid in {slug(l) for l in as_list(e.get("lanes"))}]
         extra = {k: v for k, v in lane.items() if k not in _LANE_FIELDS}
         return _page("lane.md.j2", f"lanes/{lid}.md", self.refs, lane_id=str(lane.get("id", lid)),
-                     title=lane.get("title", lid), doc=_script_doc(self.root / script), direct=_lane_command(lane),
+                     title=lane.get("title", lid), doc=_script_doc(self.root / script, self.root), direct=_lane_command(lane),
                      script=script, script_exists=(self.root / script).is_file(),
                      args=[str(a) for a in as_list(lane.get("args"))], repo=lane.get("repo"),
                      model=lane.get("model"), families=[str(f) for f in as_list(lane.get("families"))],
@@ -312,11 +314,11 @@ def _yaml_block(value) -> str:
     return "```yaml\n" + yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100).strip() + "\n```"
 
 
-def _script_doc(path: Path) -> str:
-    """A lane script's module docstring: what it sends and measures."""
+def _script_doc(path: Path, root: Path) -> str:
+    """A lane script's module docstring: what it sends and measures (never through a symlink)."""
     try:
-        return ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-    except (OSError, SyntaxError, ValueError):
+        return ast.get_docstring(ast.parse(read_text(path, root))) or ""
+    except (DossierError, SyntaxError, ValueError):
         return ""
 
 
