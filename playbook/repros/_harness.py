@@ -33,12 +33,30 @@ def parse_args(doc: str, extra: Callable[[argparse.ArgumentParser], None] | None
     p.add_argument("--quick", action="store_true", help="tiny shapes and few iterations (a CPU smoke run)")
     p.add_argument("--iters", type=int, default=None, help="timed iterations per variant (median reported)")
     p.add_argument("--warmup", type=int, default=None)
+    p.add_argument("--cpu", default="auto",
+                   help="pin this process to one CPU core: its number, 'auto' (the last allowed core) or 'none'")
     if extra:
         extra(p)
     args = p.parse_args()
     args.iters = args.iters or (3 if args.quick else 30)
-    args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 5)
+    args.warmup = args.warmup if args.warmup is not None else (1 if args.quick else 10)
+    args.pinning = pin(args.cpu, args.warmup)
     return args
+
+
+def pin(cpu: str, warmup: int) -> dict:
+    """Pin what can be pinned for launch-bound eager paths: one CPU core for the launching thread
+    (where the OS allows it) and a fixed warm-up. What was pinned goes into the record."""
+    out: dict = {"warmup_iters": warmup}
+    if cpu != "none" and hasattr(os, "sched_setaffinity"):
+        try:
+            allowed = sorted(os.sched_getaffinity(0))
+            core = allowed[-1] if cpu == "auto" else int(cpu)
+            os.sched_setaffinity(0, {core})
+            out["cpu_affinity"] = [core]
+        except (OSError, ValueError) as exc:
+            out["cpu_affinity"] = f"not pinned: {exc}"
+    return out
 
 
 def device() -> torch.device:
@@ -108,8 +126,9 @@ def max_abs_err(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def case(name: str, shape: dict, before: dict | None, after: dict | None, *, peak_before=None, peak_after=None,
-         err=None, **extra) -> dict:
-    """One row of a record; `extra` carries subject-specific measured values."""
+         err=None, modelled: dict | None = None, **extra) -> dict:
+    """One row of a record; `extra` carries subject-specific measured values. `modelled` names each
+    value that was computed rather than timed (before_ms, after_ms, or an extra's key) with how."""
     row = {"name": name, "shape": shape}
     if before is not None and after is not None:
         row.update({
@@ -121,6 +140,8 @@ def case(name: str, shape: dict, before: dict | None, after: dict | None, *, pea
     row["peak_mib_before"] = None if peak_before is None else round(peak_before, 2)
     row["peak_mib_after"] = None if peak_after is None else round(peak_after, 2)
     row["max_abs_err"] = err
+    if modelled:
+        row["modelled"] = dict(modelled)
     if extra:
         row["extra"] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in extra.items()}
     return row
@@ -141,7 +162,8 @@ def _device_info() -> dict:
     }
 
 
-def emit(script: str, subject: str, technique: str, cases: list[dict], args: argparse.Namespace) -> dict:
+def emit(script: str, subject: str, technique: str, cases: list[dict], args: argparse.Namespace,
+         **fields) -> dict:
     """Write the raw record: subject, script and its sha256, device, date, cases."""
     path = Path(script).resolve()
     root = path.parents[2]  # playbook/repros/<script>
@@ -154,8 +176,10 @@ def emit(script: str, subject: str, technique: str, cases: list[dict], args: arg
         "device": _device_info(),
         "measured": _dt.datetime.now(_dt.timezone.utc).date().isoformat(),
         "quick": bool(args.quick),
+        "pinning": getattr(args, "pinning", {}),
         "cases": cases,
     }
+    record.update(fields)  # e.g. upstream: which upstream code ran, or what stopped it
     text = json.dumps(record, indent=1) + "\n"
     if args.out:
         out = Path(args.out)

@@ -13,6 +13,45 @@ def _init(model: torch.nn.Module, device, dtype) -> torch.nn.Module:
     return model.to(device=device, dtype=dtype).eval()
 
 
+def window_tokens(cfg) -> int:
+    """Audio-encoder tokens in one attention window: 13 tokens per 100 mel frames, n_window_infer frames."""
+    return 13 * (cfg.n_window_infer // (2 * cfg.n_window))
+
+
+def audio_layer_stack(encoder, x: torch.Tensor, head: bool = False) -> torch.Tensor:
+    """The audio encoder's transformer layers over whole attention windows, x [windows, W, d_model],
+    with no host sync (the windows are equal, so attention is one batched SDPA call): the part the
+    layer-stack CUDA graphs capture. head=True adds ln_post, proj1, act, proj2 (Qwen3-ASR's graph)."""
+    import torch.nn.functional as F
+
+    n, w, d = x.shape
+    for layer in encoder.layers:
+        attn = layer.self_attn
+        h = layer.self_attn_layer_norm(x)
+        q, k, v = (proj(h).view(n, w, attn.num_heads, -1).transpose(1, 2)
+                   for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
+        a = F.scaled_dot_product_attention(q, k, v, scale=attn.scaling).transpose(1, 2).reshape(n, w, d)
+        x = x + attn.out_proj(a)
+        x = x + layer.fc2(layer.activation_fn(layer.fc1(layer.final_layer_norm(x))))
+    if head:
+        x = encoder.proj2(encoder.act(encoder.proj1(encoder.ln_post(x))))
+    return x
+
+
+def capture(fn, static: torch.Tensor, warmup: int = 3):
+    """Capture fn(static) as a CUDA graph after warm-up on a side stream: (graph, static output)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        for _ in range(warmup):
+            fn(static)
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        out = fn(static)
+    return graph, out
+
+
 def qwen3_vl_vision(device, dtype, depth: int | None = None, quick: bool = False):
     """Qwen3-VL's vision tower (the Qwen3-Omni image encoder shares it): 27 blocks of 1152."""
     from transformers.models.qwen3_vl.configuration_qwen3_vl import Qwen3VLVisionConfig
@@ -24,7 +63,9 @@ def qwen3_vl_vision(device, dtype, depth: int | None = None, quick: bool = False
               "deepstack_visual_indexes": [0]}
     cfg = Qwen3VLVisionConfig(**kw)
     cfg._attn_implementation = "sdpa"
-    return _init(Qwen3VLVisionModel._from_config(cfg), device, dtype), cfg
+    with torch.device(device):  # random init on the GPU: seconds, not a minute of CPU time
+        model = Qwen3VLVisionModel._from_config(cfg)
+    return _init(model, device, dtype), cfg
 
 
 def vision_output(out) -> torch.Tensor:
@@ -49,7 +90,9 @@ def audio_encoder(device, dtype, asr: bool = False, quick: bool = False):
               "output_dim": 64, "downsample_hidden_size": 16}
     cfg = Qwen3OmniMoeAudioEncoderConfig(**kw)
     cfg._attn_implementation = "sdpa"
-    return _init(Qwen3OmniMoeAudioEncoder._from_config(cfg), device, dtype), cfg
+    with torch.device(device):
+        model = Qwen3OmniMoeAudioEncoder._from_config(cfg)
+    return _init(model, device, dtype), cfg
 
 
 def encode_audio(model, mels: list[torch.Tensor]) -> torch.Tensor:
@@ -70,4 +113,6 @@ def code2wav(device, dtype, quick: bool = False):
               "num_key_value_heads": 2, "decoder_dim": 32}
     cfg = Qwen3OmniMoeCode2WavConfig(**kw)
     cfg._attn_implementation = "sdpa"
-    return _init(Qwen3OmniMoeCode2Wav._from_config(cfg), device, dtype), cfg
+    with torch.device(device):
+        model = Qwen3OmniMoeCode2Wav._from_config(cfg)
+    return _init(model, device, dtype), cfg

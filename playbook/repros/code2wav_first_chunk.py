@@ -28,6 +28,7 @@ import _models as M  # noqa: E402
 
 SUBJECT = "seed:code2wav-first-chunk"
 TECHNIQUE = "a 4-frame first vocoder chunk instead of the uniform 10-frame chunk"
+MODELLED = ("before_ms", "after_ms")  # the TTFA row adds an assumed talker time to a timed decode
 FRAME_MS = 80.0  # 12.5 Hz codec frames
 
 
@@ -67,7 +68,9 @@ def main():
         ttfa = lambda n, t: {k: n * args.talker_frame_ms + t[k] for k in ("median", "p10", "p90")}  # noqa: E731
         cases.append(H.case("TTFA model: first chunk 10 -> 4 frames", {
             "first_chunk_before": first_before, "first_chunk_after": first_after,
-            "assumed_talker_frame_ms": args.talker_frame_ms}, ttfa(first_before, tb), ttfa(first_after, ta)))
+            "assumed_talker_frame_ms": args.talker_frame_ms}, ttfa(first_before, tb), ttfa(first_after, ta),
+            modelled={"before_ms": f"{first_before} frames x {args.talker_frame_ms} ms assumed talker time + timed decode",
+                      "after_ms": f"{first_after} frames x {args.talker_frame_ms} ms assumed talker time + timed decode"}))
         one_shot = model(codes)
         for first, ctx in ((10, 25), (4, 25), (4, 10), (4, 0)):
             wav, joins = chunked(model, codes, first, 25, ctx)

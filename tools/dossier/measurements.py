@@ -5,6 +5,14 @@ under `references/measurements/<repo>/<subject>.json` byte for byte (numbers are
 never typed or edited). A record names the script and its sha256, so a changed
 script makes its record stale (rule M002). Cards whose PR has a record show it
 in a generated "Measured on H200" block that `dossier build` writes (M003).
+
+Spread across runs: `dossier repro run` runs each script in RUNS separate processes
+and files one record merged from them (`merge_runs`): each time is the median of the
+runs' medians, with the min-max across runs beside it, and a case whose speedup
+moves more than NOISY_SPREAD across runs is marked `noisy`. A value a script
+computes instead of timing (N x a batch-1 time, a queueing simulation, a model of
+time to first audio) is named in the case's `modelled` map with how it was derived;
+cards, `find` and the site show it as modelled (M005, M006).
 """
 
 from __future__ import annotations
@@ -29,6 +37,9 @@ SEED_REPO = "sglang-omni"  # the seed's open items are sglang-omni's
 CASE_KEYS = ("name", "shape", "peak_mib_before", "peak_mib_after", "max_abs_err")
 BLOCK_START = "<!-- measured-block"
 BLOCK_END = "<!-- /measured-block -->"
+RUNS = 3  # separate processes per script
+NOISY_SPREAD = 0.20  # (max - min) / median speedup across runs above this: noisy
+MODELLED_FIELDS = ("before_ms", "after_ms", "speedup")
 BLOCK = re.compile(r"\n*## Measured on H200\n+<!-- measured-block.*?<!-- /measured-block -->\n?", re.DOTALL)
 
 
@@ -39,6 +50,7 @@ class Script:
     subject: str | None
     technique: str | None
     doc: str
+    modelled: tuple[str, ...] = ()  # MODELLED: the values the script computes rather than times
 
     @property
     def sha256(self) -> str:
@@ -70,10 +82,18 @@ def scripts(root: Path) -> list[Script]:
             tree = ast.parse(read_text(path))
         except SyntaxError as exc:
             raise DossierError(f"{path.relative_to(root)}:{exc.lineno}: not valid Python: {exc.msg}") from None
-        consts = {t.id: n.value.value for n in tree.body if isinstance(n, ast.Assign)
-                  for t in n.targets if isinstance(t, ast.Name) and isinstance(n.value, ast.Constant)}
+        consts = {}
+        for n in tree.body:
+            if isinstance(n, ast.Assign):
+                try:
+                    value = ast.literal_eval(n.value)
+                except ValueError:
+                    continue
+                consts.update({t.id: value for t in n.targets if isinstance(t, ast.Name)})
+        derived = consts.get("MODELLED") or ()
         out.append(Script(path, str(path.relative_to(root)), consts.get("SUBJECT"), consts.get("TECHNIQUE"),
-                          (ast.get_docstring(tree) or "").strip()))
+                          (ast.get_docstring(tree) or "").strip(),
+                          tuple(str(x) for x in derived) if isinstance(derived, (tuple, list)) else ()))
     return out
 
 
@@ -165,6 +185,9 @@ def problems(record: object) -> list[str]:
                 out.append(f"case {i + 1} needs {', '.join(CASE_KEYS)}")
             elif ("before_ms" in case) != ("after_ms" in case):
                 out.append(f"case {i + 1} has only one of before_ms / after_ms")
+            elif "modelled" in case and (not isinstance(case["modelled"], dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) and v.strip() for k, v in case["modelled"].items())):
+                out.append(f"case {i + 1}: 'modelled' maps each computed value to how it was derived")
             else:
                 out.extend(_case_problems(i, case))
         if not any(isinstance(c, dict) and "before_ms" in c for c in cases):
@@ -174,6 +197,88 @@ def problems(record: object) -> list[str]:
 
 def _no_constant(name: str):
     raise ValueError(f"{name} is not a number a measurement can have")
+
+
+def run_problems(record: dict) -> list[str]:
+    """What a filed record lacks of its cross-run spread; [] when it merges RUNS runs or more."""
+    runs = record.get("runs")
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < RUNS:
+        return [f"measured in {runs if isinstance(runs, int) else 1} process(es): a record merges at least {RUNS} "
+                "runs (`dossier repro run`, or `dossier repro record` of the runs' raw files together)"]
+    return []
+
+
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def _merge_value(values: list):
+    """Numbers: the median across runs; dicts: key by key; anything else: the first run's."""
+    if values and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        m = _median([float(v) for v in values])
+        return int(m) if all(isinstance(v, int) for v in values) and m == int(m) else round(m, 4)
+    if values and all(isinstance(v, dict) for v in values):
+        keys = list(dict.fromkeys(k for v in values for k in v))
+        return {k: _merge_value([v[k] for v in values if k in v]) for k in keys}
+    return values[0] if values else None
+
+
+def _span(values: list[float]) -> list[float]:
+    return [round(min(values), 4), round(max(values), 4)]
+
+
+def merge_runs(raws: list[dict]) -> dict:
+    """One record from several runs of one script: medians of the runs' medians, min-max across runs."""
+    if len(raws) < 2:
+        raise DossierError("merging needs at least two runs")
+    first = raws[0]
+    for key in ("subject", "script", "script_sha256"):
+        if any(r.get(key) != first.get(key) for r in raws):
+            raise DossierError(f"runs disagree on {key}: they are not runs of one script")
+    if any(r.get("device", {}).get("gpu") != first.get("device", {}).get("gpu") for r in raws):
+        raise DossierError("runs were measured on different GPUs")
+    names = [[c.get("name") for c in r.get("cases", [])] for r in raws]
+    if any(n != names[0] for n in names):
+        raise DossierError("runs have different cases; they cannot be merged")
+    cases = []
+    for i, case in enumerate(first["cases"]):
+        rows = [r["cases"][i] for r in raws]
+        out = {"name": case["name"], "shape": case["shape"]}
+        if "before_ms" in case:
+            before = [float(c["before_ms"]) for c in rows]
+            after = [float(c["after_ms"]) for c in rows]
+            b, a = _median(before), _median(after)
+            per_run = [x / y for x, y in zip(before, after) if y > 0]
+            out.update({"before_ms": round(b, 4), "after_ms": round(a, 4), "speedup": round(b / a, 3)})
+            for key in ("before_spread_ms", "after_spread_ms"):  # within a run: the runs' median p10 and p90
+                if all(isinstance(c.get(key), list) and len(c[key]) == 2 for c in rows):
+                    out[key] = [round(_median([c[key][k] for c in rows]), 4) for k in (0, 1)]
+            out.update({"before_runs_ms": _span(before), "after_runs_ms": _span(after),
+                        "speedup_runs": [round(min(per_run), 3), round(max(per_run), 3)]})
+            if (max(per_run) - min(per_run)) / out["speedup"] > NOISY_SPREAD:
+                out["noisy"] = True
+        for key in ("peak_mib_before", "peak_mib_after"):
+            vals = [c.get(key) for c in rows if c.get(key) is not None]
+            out[key] = round(_median(vals), 2) if vals else None
+        errs = [c.get("max_abs_err") for c in rows if c.get("max_abs_err") is not None]
+        out["max_abs_err"] = max(errs) if errs else None
+        if case.get("modelled"):
+            out["modelled"] = case["modelled"]
+        extras = [c.get("extra") for c in rows if isinstance(c.get("extra"), dict)]
+        if extras:
+            out["extra"] = _merge_value(extras)
+            spans = {k: _span([e[k] for e in extras]) for k in out["extra"]
+                     if all(isinstance(e.get(k), float) for e in extras) and len({e[k] for e in extras}) > 1}
+            if spans:
+                out["extra_runs"] = spans
+        cases.append(out)
+    merged = {k: v for k, v in first.items() if k != "cases"}
+    merged["measured"] = max(r["measured"] for r in raws)
+    merged["runs"] = len(raws)
+    merged["cases"] = cases
+    return merged
 
 
 def load_record(path: Path, root: Path | None = None) -> dict:
@@ -199,8 +304,7 @@ def records(root: Path) -> dict[str, tuple[Path, dict | None, str | None]]:
     return out
 
 
-def file_record(root: Path, raw_path: Path) -> Path:
-    """File one raw record from the device as it is; refuse one that does not match its script."""
+def _checked_raw(root: Path, raw_path: Path) -> dict:
     rec = load_record(raw_path)
     bad = problems(rec)
     if bad:
@@ -210,28 +314,76 @@ def file_record(root: Path, raw_path: Path) -> Path:
         raise DossierError(f"{raw_path}: its script {rec['script']} does not exist here")
     if hashlib.sha256(script.read_bytes()).hexdigest() != rec["script_sha256"]:
         raise DossierError(f"{raw_path}: measured with another version of {rec['script']} (sha256 differs); re-run it")
+    return rec
+
+
+def file_record(root: Path, raw_path: Path) -> Path:
+    """File one record from the device as it is (already merged, or one run); refuse one that does not
+    match its script."""
+    rec = _checked_raw(root, raw_path)
     target = record_path(root, rec["subject"])
     target.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(target, read_text(raw_path))
     return target
 
 
-def speedups(record: dict) -> list[float]:
-    return [c["speedup"] for c in record.get("cases", []) if isinstance(c.get("speedup"), (int, float))]
+def file_runs(root: Path, raw_paths: list[Path]) -> Path:
+    """Merge several runs of one script (raw files from separate processes) and file the merged record."""
+    raws = [_checked_raw(root, p) for p in raw_paths]
+    merged = merge_runs(raws)
+    target = record_path(root, merged["subject"])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(target, json.dumps(merged, indent=1) + "\n")
+    return target
+
+
+def is_modelled(case: dict, field: str = "speedup") -> bool:
+    """Whether a case's value (or, for speedup, either of its times) was computed rather than timed."""
+    m = case.get("modelled") if isinstance(case.get("modelled"), dict) else {}
+    if field == "speedup":
+        return bool({"before_ms", "after_ms", "speedup"} & set(m))
+    return field in m
+
+
+def speedups(record: dict, modelled: bool = False) -> list[float]:
+    """The timed cases' speedups (or, with modelled=True, the modelled cases')."""
+    return [c["speedup"] for c in record.get("cases", []) if isinstance(c.get("speedup"), (int, float))
+            and is_modelled(c) == modelled]
+
+
+def noisy_cases(record: dict) -> list[str]:
+    return [c["name"] for c in record.get("cases", []) if c.get("noisy")]
+
+
+def flags(record: dict) -> dict:
+    """What a reader must know about a record's numbers: modelled values, noisy cases, runs."""
+    return {"runs": record.get("runs", 1), "noisy": noisy_cases(record),
+            "modelled": [c["name"] for c in record.get("cases", []) if c.get("modelled")]}
+
+
+def _range(sp: list[float]) -> str:
+    lo, hi = min(sp), max(sp)
+    return f"{lo:.2f}x" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}x"
 
 
 def headline(record: dict) -> str:
-    """The range of before/after time ratios, e.g. '1.1-34.5x', and of peak-memory change when measured."""
+    """The range of timed before/after ratios, e.g. '1.1-34.5x', and of peak-memory change when measured;
+    modelled ratios and noisy cases are named after it."""
     sp = speedups(record)
-    if not sp:
+    msp = speedups(record, modelled=True)
+    if not sp and not msp:
         return "-"
-    lo, hi = min(sp), max(sp)
-    text = f"{lo:.2f}x" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}x"
+    text = _range(sp) if sp else "no timed ratio"
     peaks = [c["peak_mib_after"] / c["peak_mib_before"] - 1 for c in record.get("cases", [])
              if c.get("peak_mib_before") and c.get("peak_mib_after") is not None]
     if peaks:
         a, b = round(100 * min(peaks)), round(100 * max(peaks))
         text += f" time, peak memory {a:+d}%" if a == b else f" time, peak memory {a:+d}..{b:+d}%"
+    if msp:
+        text += f"; modelled {_range(msp)}"
+    noisy = noisy_cases(record)
+    if noisy:
+        text += f"; noisy: {len(noisy)} case{'s' if len(noisy) > 1 else ''} moved >{NOISY_SPREAD:.0%} across runs"
     return text
 
 
@@ -247,8 +399,33 @@ def _fmt(value) -> str:
 
 def device_line(record: dict) -> str:
     d = record["device"]
-    return (f"{d['gpu']}, torch {d['torch']}, CUDA {d['cuda']}, transformers {d['transformers']}; "
+    runs = record.get("runs", 1)
+    line = (f"{d['gpu']}, torch {d['torch']}, CUDA {d['cuda']}, transformers {d['transformers']}; "
             f"measured {record['measured']} by `{record['script']}` (sha256 {record['script_sha256'][:12]})")
+    if runs > 1:
+        line += (f"; {runs} separate runs, each time the median of the runs' medians, the speedup's min-max "
+                 "across runs in brackets")
+    pin = record.get("pinning")
+    if isinstance(pin, dict) and pin:
+        line += "; pinned: " + ", ".join(f"{k} {_fmt(v) if not isinstance(v, list) else v}" for k, v in pin.items())
+    return line
+
+
+def _cell(case: dict, field: str) -> str:
+    text = _fmt(case.get(field))
+    return f"{text} (modelled)" if is_modelled(case, field) and field != "speedup" else text
+
+
+def _speedup_cell(case: dict) -> str:
+    text = f"{_fmt(case.get('speedup'))}x"
+    runs = case.get("speedup_runs")
+    if isinstance(runs, list) and len(runs) == 2:
+        text += f" [{_fmt(runs[0])}-{_fmt(runs[1])}]"
+    if case.get("noisy"):
+        text += " noisy"
+    if is_modelled(case):
+        text += " (modelled)"
+    return text
 
 
 def render_block(record: dict) -> str:
@@ -263,10 +440,18 @@ def render_block(record: dict) -> str:
     for c in record["cases"]:
         if "before_ms" not in c:
             continue
-        lines.append("| " + " | ".join([c["name"], _fmt(c["shape"]), _fmt(c["before_ms"]), _fmt(c["after_ms"]),
-                                         f"{_fmt(c.get('speedup'))}x", _fmt(c["peak_mib_before"]),
+        lines.append("| " + " | ".join([c["name"], _fmt(c["shape"]), _cell(c, "before_ms"), _cell(c, "after_ms"),
+                                         _speedup_cell(c), _fmt(c["peak_mib_before"]),
                                          _fmt(c["peak_mib_after"]), _fmt(c["max_abs_err"])]) + " |")
-    lines += ["", f"Device: {device_line(record)}.", "", BLOCK_END, ""]
+    lines.append("")
+    how = {f"{c['name']}: {k}": v for c in record["cases"] if "before_ms" in c
+           for k, v in (c.get("modelled") or {}).items()}
+    if how:
+        lines += ["Modelled (computed, not timed): " + "; ".join(f"{k} = {v}" for k, v in how.items()) + ".", ""]
+    noisy = [c["name"] for c in record["cases"] if "before_ms" in c and c.get("noisy")]
+    if noisy:
+        lines += [f"Noisy (speedup moved more than {NOISY_SPREAD:.0%} across runs): {', '.join(noisy)}.", ""]
+    lines += [f"Device: {device_line(record)}.", "", BLOCK_END, ""]
     return "\n".join(lines)
 
 
