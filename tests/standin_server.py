@@ -96,17 +96,18 @@ def wav_chunk(seconds: float, rate: int = 24000, pcm: bytes | None = None) -> by
 class StandIn:
     """Run with `with StandIn(...) as s:`; s.url is the HTTP base, s.ws_url the realtime websocket.
 
-    Speech output comes from a standin_speech.Voice (seam_glitch: a click at join 1); audio_delay
+    Speech output comes from a standin_speech.Voice (seam_glitch: a click at join 1; seam_gap: that many
+    samples lost at every join, #1355's bug); audio_delay
     sleeps before each audio chunk.
     """
 
     def __init__(self, *, delay: float = 0.0, status: int | None = None, wrong: bool = False,
                  healthy: bool = True, transcript: str = "the quick brown fox jumps over the lazy dog",
                  websocket: bool = False, seam_glitch: bool = False, audio_delay: float = 0.0,
-                 audio_in_video: str = "hears", upstream: str | None = "auto"):
+                 seam_gap: int = 0, audio_in_video: str = "hears", upstream: str | None = "auto"):
         self.delay, self.status, self.wrong, self.healthy = delay, status, wrong, healthy
         self.transcript, self.websocket = transcript, websocket
-        self.voice, self.audio_delay = Voice(seam_glitch), audio_delay
+        self.voice, self.audio_delay = Voice(seam_glitch, seam_gap), audio_delay
         self.hears_video_audio = {"hears": True, "drops": False}[audio_in_video]
         self.targets = upstream_targets(upstream)
         self.requests: list[dict] = []  # what the lanes sent, for assertions

@@ -44,10 +44,13 @@ def pcm_of(audio: bytes) -> bytes:
 
 
 class Voice:
-    """seam_glitch: from the second chunk on, the tone runs a quarter period ahead (a click at join 1)."""
+    """seam_glitch: from the second chunk on, the tone runs a quarter period ahead (a click at join 1).
+    seam_gap: every chunk but the last loses its last `seam_gap` samples while the next starts on time,
+    as sglang-omni's Code2Wav stream did before #1355 (555 samples at every join)."""
 
-    def __init__(self, seam_glitch: bool = False):
+    def __init__(self, seam_glitch: bool = False, seam_gap: int = 0):
         self.seam_glitch = seam_glitch
+        self.seam_gap = seam_gap
         self.spoken: dict[str, str] = {}  # sha256 of a reply's PCM -> the text it speaks
         self._replies = 0
         self._lock = threading.Lock()
@@ -61,8 +64,9 @@ class Voice:
         for k in range(chunks):
             if self.seam_glitch and k == 1:
                 shift = RATE // TONE_HZ // 4
-            out.append(struct.pack(f"<{n}h", *(int(amplitude * math.sin(2 * math.pi * TONE_HZ * (i + shift) / RATE))
-                                               for i in range(n))))
+            keep = n - self.seam_gap if self.seam_gap and k < chunks - 1 else n
+            out.append(struct.pack(f"<{keep}h", *(int(amplitude * math.sin(2 * math.pi * TONE_HZ * (i + shift) / RATE))
+                                                  for i in range(keep))))
         self.spoken[hashlib.sha256(b"".join(out)).hexdigest()] = text
         return out
 

@@ -83,6 +83,20 @@ def test_a_click_between_chunks_fails_the_seam_check(tmp_path):
     assert "at join 1 of request" in result["check"]["message"] and result["summary"]["seam_worst"] > 10
 
 
+@pytest.mark.parametrize("endpoint", ["chat", "speech"])
+def test_the_555_sample_gap_of_1355_fails_the_seam_check_and_the_fix_passes(tmp_path, endpoint):
+    """Before sglang-omni #1355 every streamed Code2Wav chunk lost its last 555 samples (the causal
+    transposed convs' right trim) while the next chunk started on time: a jump at every join."""
+    with StandIn(seam_gap=555) as server:
+        res, result = run("--endpoint", endpoint, server=server, out=tmp_path / "gap.json")
+    assert res.returncode == 1 and "lane omni-speech: FAIL - seam score" in res.stdout
+    assert result["summary"]["seam_worst"] > 4.0
+    with StandIn() as server:  # the fix: every chunk whole, the stream contiguous
+        res, result = run("--endpoint", endpoint, server=server, out=tmp_path / "fixed.json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert result["summary"]["seam_worst"] < 1.5
+
+
 def test_speech_wer_through_a_transcription_server(tmp_path):
     with StandIn() as server:  # the stand-in hears back exactly the audio it spoke
         res, result = run("--asr-url", server.url, server=server, out=tmp_path / "r.json")

@@ -93,9 +93,10 @@ def test_run_records_exactly_what_the_script_wrote(mkb, tmp_path):
     path = _record(mkb)
     rec = json.loads(path.read_text())
     assert rec["cases"][0]["after_ms"] == 3.512 and rec["device"]["gpu"] == "NVIDIA H200"
-    again = _run(mkb, "repro", "run", "--python", sys.executable, "--out-dir", str(tmp_path))
+    assert rec["runs"] == 3 and rec["cases"][0]["speedup_runs"] == [7.588, 7.588] and "noisy" not in rec["cases"][0]
+    again = _run(mkb, "repro", "run", "--python", sys.executable, "--out-dir", str(tmp_path), "--runs", "1")
     assert again.exit_code == 0
-    assert (tmp_path / "fake.json").read_bytes() == path.read_bytes()  # filed byte for byte
+    assert json.loads((tmp_path / "fake.json").read_text())["cases"][0]["after_ms"] == 3.512
     listing = json.loads(_run(mkb, "repro", "list", "--format", "json").output)
     assert listing == [{"script": "playbook/repros/fake.py", "subject": "sglang#42", "technique": "one copy instead of many",
                         "state": "fresh", "record": "references/measurements/sglang/42.json",
@@ -110,7 +111,7 @@ def test_quick_runs_are_never_recorded(mkb):
 
 
 def test_record_refuses_a_raw_file_of_another_script_version(mkb, tmp_path):
-    res = _run(mkb, "repro", "run", "--python", sys.executable, "--out-dir", str(tmp_path))
+    res = _run(mkb, "repro", "run", "--python", sys.executable, "--out-dir", str(tmp_path), "--runs", "1")
     assert res.exit_code == 0
     (mkb / "playbook/repros/fake.py").write_text(FAKE + "# edited\n")
     res = _run(mkb, "repro", "record", str(tmp_path / "fake.json"))
@@ -165,12 +166,12 @@ def test_card_block_is_written_by_build_and_checked(mkb):
     assert [c for c, _ in found] == ["M003"]
     build(KnowledgeBase(load_config(mkb)))
     text = card.read_text()
-    assert "## Measured on H200" in text and "| 8 items | items=8 | 26.6 | 3.51 | 7.59x |" in text
+    assert "## Measured on H200" in text and "| 8 items | items=8 | 26.6 | 3.51 | 7.59x [7.59-7.59] |" in text
     assert "NVIDIA H200, torch 2.11.0, CUDA 13.0, transformers 5.17.0" in text
     assert text.startswith(CARD.rstrip("\n"))  # the hand-written part is untouched
     assert _codes(mkb, ["M003", "M004"]) == []
     # editing a number inside the block is caught; build restores it
-    card.write_text(text.replace("| 3.51 |", "| 2.00 |"))
+    card.write_text(text.replace("| 3.51 |", "| 2.00 |"))  # noqa: the block is generated
     assert [c for c, _ in _codes(mkb, ["M003"])] == ["M003"]
     build(KnowledgeBase(load_config(mkb)))
     assert card.read_text() == text
@@ -217,4 +218,72 @@ def test_find_results_carry_the_speedup(mkb):
     assert res.exit_code == 0, res.output
     card = next(r for r in json.loads(res.output)["results"] if r["id"] == "sglang/42")
     assert card["measured"] == {"speedup": "7.59x time, peak memory -50%", "measured": "2026-11-30",
-                                "device": "NVIDIA H200"}
+                                "device": "NVIDIA H200", "runs": 3, "noisy": [], "modelled": []}
+
+
+def _raw(before, after, **case):
+    return {"schema": 1, "subject": "sglang#42", "technique": "t", "script": "playbook/repros/fake.py",
+            "script_sha256": "ab" * 32, "measured": "2026-11-30", "quick": False, "pinning": {"warmup_iters": 10},
+            "device": {"gpu": "NVIDIA H200", "torch": "2.11.0", "cuda": "13.0", "transformers": "5.17.0"},
+            "cases": [{"name": "c", "shape": {}, "before_ms": before, "after_ms": after,
+                       "speedup": round(before / after, 3), "before_spread_ms": [before, before],
+                       "after_spread_ms": [after, after], "peak_mib_before": None, "peak_mib_after": None,
+                       "max_abs_err": 0.0, **case}]}
+
+
+def test_runs_merge_to_median_of_medians_with_min_max_and_noisy_marks():
+    from dossier import measurements as ms
+
+    steady = ms.merge_runs([_raw(10.0, 2.0), _raw(10.4, 2.0), _raw(9.8, 2.0)])
+    c = steady["cases"][0]
+    assert steady["runs"] == 3 and c["before_ms"] == 10.0 and c["before_runs_ms"] == [9.8, 10.4]
+    assert c["speedup"] == 5.0 and c["speedup_runs"] == [4.9, 5.2] and "noisy" not in c
+    assert ms.problems(steady) == [] and ms.run_problems(steady) == []
+    moved = ms.merge_runs([_raw(15.7, 3.0), _raw(21.4, 3.0), _raw(18.0, 3.0)])  # the issue's B1/T20 eager spread
+    assert moved["cases"][0]["noisy"] is True and "noisy: 1 case" in ms.headline(moved)
+    assert "noisy |" in ms.render_block(moved) and "Noisy (speedup moved more than 20%" in ms.render_block(moved)
+    with pytest.raises(Exception, match="not runs of one script"):
+        ms.merge_runs([_raw(1.0, 1.0), {**_raw(1.0, 1.0), "script_sha256": "cd" * 32}])
+
+
+def test_modelled_values_are_shown_as_modelled():
+    from dossier import measurements as ms
+
+    rec = ms.merge_runs([_raw(39.75, 20.0, modelled={"before_ms": "2 x the batch-1 median"})] * 3)
+    block = ms.render_block(rec)
+    assert "| 39.8 (modelled) | 20 |" in block and "(modelled) |" in block
+    assert "Modelled (computed, not timed): c: before_ms = 2 x the batch-1 median." in block
+    assert ms.headline(rec) == "no timed ratio; modelled 1.99x" and ms.flags(rec)["modelled"] == ["c"]
+    bad = _raw(1.0, 1.0, modelled={"before_ms": ""})
+    assert any("'modelled' maps" in p for p in ms.problems(bad))
+
+
+def test_single_run_record_of_the_current_harness_fires(mkb, tmp_path):
+    _record(mkb)
+    assert _codes(mkb, ["M005"]) == []  # 3 runs merged
+    path = mkb / "references/measurements/sglang/42.json"
+    rec = json.loads(path.read_text())
+    rec.pop("runs")
+    rec["pinning"] = {"warmup_iters": 10}
+    path.write_text(json.dumps(rec))
+    found = _codes(mkb, ["M005"])
+    assert found and "at least 3" in found[0][1]
+
+
+def test_unlabelled_derived_value_fires(mkb):
+    script = mkb / "playbook/repros/fake.py"
+    script.write_text(FAKE.replace('TECHNIQUE = "one copy instead of many"',
+                                   'TECHNIQUE = "one copy instead of many"\nMODELLED = ("before_ms",)'))
+    _record(mkb)
+    found = _codes(mkb, ["M006"])
+    assert found and "derives before_ms but no case" in found[0][1]
+    # labelled in the record: clean
+    script.write_text(script.read_text().replace('"max_abs_err": 0.0}', '"max_abs_err": 0.0, "modelled": {"before_ms": "8 x one"}}'))
+    _record(mkb)
+    assert _codes(mkb, ["M006"]) == []
+    # a docstring that says it simulates, with no MODELLED constant, fires too
+    script.write_text(script.read_text().replace('"""fake repro for tests"""', '"""fake repro: a queueing simulation"""')
+                      .replace('\nMODELLED = ("before_ms",)', ""))
+    _record(mkb)
+    found = _codes(mkb, ["M006"])
+    assert found and "declares no MODELLED" in found[0][1]

@@ -451,6 +451,14 @@ def render_block(record: dict) -> str:
     noisy = [c["name"] for c in record["cases"] if "before_ms" in c and c.get("noisy")]
     if noisy:
         lines += [f"Noisy (speedup moved more than {NOISY_SPREAD:.0%} across runs): {', '.join(noisy)}.", ""]
+    up = record.get("upstream")
+    if isinstance(up, dict) and up.get("ran"):
+        lines += [f"Upstream's own code ran: {up['ran']} ({'; '.join(map(str, up.get('modules') or []))})"
+                  + (f"; not run: {up['not_run']}" if up.get("not_run") else "") + ".", ""]
+    elif isinstance(up, dict) and up.get("import_error"):
+        lines += [f"Upstream's code did not import: `{str(up['import_error']).splitlines()[-1]}`.", ""]
+    if record.get("runs", 1) < RUNS:
+        lines += ["One run only (earlier harness): no cross-run spread.", ""]
     lines += [f"Device: {device_line(record)}.", "", BLOCK_END, ""]
     return "\n".join(lines)
 

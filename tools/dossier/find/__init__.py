@@ -57,7 +57,8 @@ def _result(index: dict, score: float, d: dict) -> dict:
         out["title"] = d["title"]
     if d.get("measured"):
         m = d["measured"]
-        out["measured"] = {"speedup": m["speedup"], "measured": m["measured"], "device": m["device"]}
+        out["measured"] = {"speedup": m["speedup"], "measured": m["measured"], "device": m["device"],
+                           "runs": m.get("runs", 1), "noisy": m.get("noisy", []), "modelled": m.get("modelled", [])}
     if d.get("today"):
         t = d["today"]
         out["today"] = {"state": t["state"], "superseded_by": t["superseded_by"], "summary": t.get("summary", "")}

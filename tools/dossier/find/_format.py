@@ -28,5 +28,10 @@ def format_text(found: dict) -> str:
             lines.append(f"      today: at the pin: {t.get('summary') or t['state'] + by}")
         if r.get("measured"):
             m = r["measured"]
-            lines.append(f"      measured: {m['speedup']} on {m['device']} ({m['measured']}, playbook/repros)")
+            lines.append(f"      measured: {m['speedup']} on {m['device']} ({m['measured']}, {m.get('runs', 1)} run(s), "
+                         "playbook/repros)")
+            if m.get("modelled"):
+                lines.append(f"      modelled (computed, not timed): {', '.join(m['modelled'])}")
+            if m.get("noisy"):
+                lines.append(f"      noisy (speedup moved >20% across runs): {', '.join(m['noisy'])}")
     return "\n".join(lines)

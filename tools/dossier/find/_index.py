@@ -158,7 +158,7 @@ def build_index(kb) -> dict:
         docs.append(_doc("card", cid, weighted, title=str(meta.get("title", "")), files=files[:5],
                          repos=[cid.split("/")[0]] * len(files[:5]), cards=[cid], lanes=lanes, merged=merged,
                          measured={"speedup": ms.headline(record), "measured": record["measured"],
-                                   "device": record["device"]["gpu"]} if record else None,
+                                   "device": record["device"]["gpu"], **ms.flags(record)} if record else None,
                          today=_today(sup, sup.for_card(kb.root, cid, supersession))))
         for path in files:
             fi = info(cid.split("/")[0], path)

@@ -140,3 +140,59 @@ def measured_number_by_hand(ctx, card):
             if hit:
                 yield Finding(ctx.rel(card.path), number, hit.start() + 1, "M004",
                               f"{hit.group(0)} is a measured value typed by hand: the generated block shows it")
+
+
+@rule("M005", "measurement-single-run", scope="project")
+def measurement_single_run(ctx):
+    """A record from the current harness merges fewer than three runs, so it has no cross-run spread.
+
+    Eager, launch-bound paths move between processes far more than within one run's
+    p10-p90 (one re-run moved a code2wav speedup by 35%). `dossier repro run` runs each
+    script in three separate processes and files one record: every time is the median of
+    the runs' medians with the min-max across runs beside it, and a case whose speedup
+    moves more than 20% is marked noisy. Records written by the current harness carry
+    `pinning`; those from the earlier harness have none and are shown everywhere as one
+    run with no cross-run spread until they are measured again.
+    """
+    for _, (path, record, error) in ms.records(ctx.root).items():
+        if error or not isinstance(record, dict) or "pinning" not in record or ms.problems(record):
+            continue
+        for problem in ms.run_problems(record):
+            yield Finding(ctx.rel(path), 1, 1, "M005", problem)
+
+
+_DERIVES = re.compile(r"\bsimulat\w*|\bmodelled\b|\b[a-z-]+ model:")
+
+
+@rule("M006", "modelled-value-unlabelled", scope="project")
+def modelled_value_unlabelled(ctx):
+    """A repro script derives a value instead of timing it, and its record does not label it modelled.
+
+    A script says it derives values either with `MODELLED = ("before_ms", ...)` (the
+    fields, or extra keys, it computes: N x a batch-1 time, a queueing simulation, a TTFA
+    model from an assumed talker frame time) or in its docstring (a simulation, a
+    "... model:", "modelled"). Its record must then name each such value in a case's
+    `modelled` map with how it was derived, so that cards, `find` and the site show it as
+    modelled rather than measured. A docstring that says it derives but no MODELLED
+    constant fires too.
+    """
+    try:
+        scripts = {s.rel: s for s in ms.scripts(ctx.root)}
+    except DossierError:
+        return  # M002 reports it
+    for _, (path, record, error) in ms.records(ctx.root).items():
+        if error or not isinstance(record, dict):
+            continue
+        script = scripts.get(record.get("script"))
+        if script is None or script.sha256 != record.get("script_sha256"):
+            continue  # M002: stale records are re-run first
+        if not script.modelled and _DERIVES.search(script.doc):
+            yield Finding(script.rel, 1, 1, "M006", f"the docstring says it derives values "
+                          f"({_DERIVES.search(script.doc).group(0)!r}) but the script declares no MODELLED fields")
+            continue
+        labelled = {k for c in record.get("cases", []) if isinstance(c, dict) and isinstance(c.get("modelled"), dict)
+                    for k in c["modelled"]}
+        for field in script.modelled:
+            if field not in labelled:
+                yield Finding(ctx.rel(path), 1, 1, "M006", f"{script.rel} derives {field} but no case of the record "
+                              "labels it in 'modelled'")

@@ -260,7 +260,7 @@ class Site:
                 continue
             cid = subject.replace("#", "/")
             rows.append(dict(subject=subject, card=cid if cid in self.refs.cards else None, record=rec,
-                             headline=measurements.headline(rec)))
+                             headline=measurements.headline(rec), flags=measurements.flags(rec)))
         return _page("measurements.md.j2", "measurements.md", self.refs, records=rows)
 
     # ---- the home page -------------------------------------------------------------
