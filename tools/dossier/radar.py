@@ -141,6 +141,11 @@ def validate(items: list[Item], repos=None) -> list[tuple[int, str]]:
                 problems.append((item.at(key), f"{name}: {key} must be a list of strings"))
         if "lanes" in d and not d["lanes"]:
             problems.append((item.at("lanes"), f"{name}: name at least one lane"))
+        rel = d.get("release")
+        if rel is not None and (not isinstance(rel, dict) or not rel.get("version") or not rel.get("file")
+                                or not isinstance(rel.get("symbols"), list) or not rel["symbols"]):
+            problems.append((item.at("release"), f"{name}: release must map version, file and symbols (a list): "
+                                                 "where the newest release holds what the pinned history lacks"))
         status = d.get("path_status")
         if status is not None:
             if not isinstance(status, dict):
@@ -273,7 +278,15 @@ def _row(config: Config, item: Item) -> dict:
         "symptom": text(d.get("symptom")),
         "notes": text(d.get("notes")),
         "source": text(d.get("source")),
+        "release": _release_row(d.get("release")),
     }
+
+
+def _release_row(rel) -> dict | None:
+    if not isinstance(rel, dict):
+        return None
+    return {"version": str(rel.get("version", "")), "file": str(rel.get("file", "")),
+            "symbols": [str(v) for v in rel.get("symbols") or []]}
 
 
 def render_markdown(ctx) -> str:
