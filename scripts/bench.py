@@ -112,7 +112,9 @@ def main() -> int:
         subprocess.run([*DOSSIER, "build", "--root", str(tmp)], env=env, capture_output=True)
         res = subprocess.run([*DOSSIER, "check", "--root", str(tmp), "--format", "json"], env=env,
                              capture_output=True, text=True)
-        count = len(json.loads(res.stdout or "[]"))
+        if res.returncode == 2 or not res.stdout.strip():
+            raise SystemExit(f"dossier check failed on the synthetic base: {res.stderr.strip()[-300:]}")
+        count = len(json.loads(res.stdout))
         t = timed([*DOSSIER, "check", "--root", str(tmp)], env=env)
         shutil.rmtree(tmp / ".dossier-cache", ignore_errors=True)
         start = time.perf_counter()

@@ -131,3 +131,12 @@ def test_the_test_command_brings_and_requires_the_upstream_contract():
     assert {r.split("=")[0].rstrip(">") for r in pyproject["project"]["optional-dependencies"]["contract"]} \
         == {"pydantic", "msgspec", "openai"}
     assert "export DOSSIER_REQUIRE_UPSTREAM=1" in (ROOT / "scripts/test").read_text(encoding="utf-8")
+
+
+def test_a_weekly_workflow_publishes_the_watch_report():
+    wf = load(".github/workflows/watch.yml")
+    triggers = wf.get("on") or wf.get(True)
+    assert triggers["schedule"][0]["cron"].split()[-1] == "1"  # weekly
+    steps = wf["jobs"]["watch"]["steps"]
+    assert any("dossier watch --format json" in str(s.get("run", "")) for s in steps)
+    assert any(str(s.get("uses", "")).startswith("actions/upload-artifact") for s in steps)

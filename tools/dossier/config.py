@@ -27,6 +27,9 @@ class Repo:
     pinned: str | None = None  # upstream SHA the knowledge base is current to ("as of")
     pinned_date: str | None = None
     pinned_pr: int | None = None  # the PR that commit landed
+    release: str | None = None  # the newest release on the package index: the second "as of"
+    release_date: str | None = None
+    package: str | None = None  # its name on the package index
 
     @property
     def as_of(self) -> str:
@@ -183,8 +186,14 @@ def load_config(root: Path | None = None) -> Config:
         pinned = spec.get("pinned")
         if pinned is not None and not re.fullmatch(r"[0-9a-f]{40}", str(pinned)):
             raise DossierError(f"{path}: repos.{name}.pinned must be a full 40-hex upstream SHA")
+        release = spec.get("release")
+        if release is not None and not re.fullmatch(r"\d+(\.\d+)+(\.post\d+|rc\d+)?", str(release)):
+            raise DossierError(f"{path}: repos.{name}.release must be a version such as 0.5.23, got {release!r}")
         repos[name] = Repo(name, spec["upstream"], spec.get("default_branch", "main"), pinned,
-                           str(spec["pinned_date"]) if spec.get("pinned_date") else None, spec.get("pinned_pr"))
+                           str(spec["pinned_date"]) if spec.get("pinned_date") else None, spec.get("pinned_pr"),
+                           str(release) if release else None,
+                           str(spec["release_date"]) if spec.get("release_date") else None,
+                           spec.get("package") or name)
     families = {}
     for name, spec in data.get("families", {}).items():
         globs = {r: tuple(g) for r, g in spec.get("globs", {}).items()}

@@ -248,9 +248,14 @@ class KnowledgeBase:
     @cached_property
     def release(self) -> dict | None:
         """The newest sglang release's paths, flags and env vars (references/trees), if listed."""
+        return self.releases.get("sglang")
+
+    @cached_property
+    def releases(self) -> dict[str, dict | None]:
+        """Per repo: its newest release's listing (references/trees/<repo>-release.json), or None."""
         from .trees import load_release
 
-        return load_release(self.root)
+        return {repo: load_release(self.root, repo) for repo in self.config.repos}
 
     @cached_property
     def pinned_names(self) -> tuple[set[str], set[str]] | None:

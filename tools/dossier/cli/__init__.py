@@ -17,6 +17,7 @@ from .radar import command as radar_cmd
 from .repro import repro
 from .trace import trace_cmd
 from .tree import command as tree_cmd
+from .watch import command as watch_cmd
 
 
 @click.group(cls=Group)
@@ -25,7 +26,8 @@ def main():
     """Diff-grounded PR dossier for SGLang Qwen VL / Omni / ASR performance work."""
 
 
-for _command in (fetch, trace_cmd, new, check, rule_cmd, build, repro, find_cmd, radar_cmd, lanes_cmd, tree_cmd, link_cmd):
+for _command in (fetch, trace_cmd, new, check, rule_cmd, build, repro, find_cmd, radar_cmd, lanes_cmd, tree_cmd, link_cmd,
+                 watch_cmd):
     main.add_command(_command)
 
 

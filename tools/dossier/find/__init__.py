@@ -61,4 +61,6 @@ def _result(index: dict, score: float, d: dict) -> dict:
     if d.get("today"):
         t = d["today"]
         out["today"] = {"state": t["state"], "superseded_by": t["superseded_by"], "summary": t.get("summary", "")}
+        if t.get("release"):
+            out["today"]["release"] = t["release"]
     return out

@@ -22,10 +22,11 @@ def format_text(found: dict) -> str:
             lines.append("      cards: " + ", ".join(r["cards"][:6]))
         if r["lanes"]:
             lines.append("      lanes: " + ", ".join(r["lanes"]))
-        if r.get("today") and r["today"]["state"] != "live":
-            t = r["today"]
+        t = r.get("today")
+        if t and (t["state"] != "live" or not t.get("release", "").endswith("present")):
             by = f"; superseded by {', '.join(t['superseded_by'])}" if t["superseded_by"] else ""
-            lines.append(f"      today: at the pin: {t.get('summary') or t['state'] + by}")
+            rel = f"; {t['release']}" if t.get("release") else ""
+            lines.append(f"      today: at the pin: {t.get('summary') or t['state'] + by}{rel}")
         if r.get("measured"):
             m = r["measured"]
             lines.append(f"      measured: {m['speedup']} on {m['device']} ({m['measured']}, playbook/repros)")

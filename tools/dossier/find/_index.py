@@ -28,6 +28,7 @@ def _inputs(config) -> list[Path]:
     paths += sorted((refs / "trees").glob("*.symbols.json")) + sorted((refs / "trees").glob("*.txt"))
     paths += sorted((refs / "measurements").glob("*/*.json"))
     paths += [p for p in [refs / "supersession.json", config.playbook_dir / "lanes.yaml"] if p.exists()]
+    paths += sorted((refs / "trees").glob("*-release.json"))
     # The code and the synonym table shape the index too: a new ranking rebuilds it.
     here = Path(__file__).parent
     return paths + sorted(here.glob("*.py")) + sorted(here.glob("*.yaml"))
@@ -62,12 +63,18 @@ def _mention_order(text: str, paths: list[str]) -> list[str]:
     return sorted(first, key=first.get)
 
 
-def _today(sup, entry: dict | None) -> dict | None:
-    """A card's state at the pinned SHA and who superseded it, for find results."""
-    if not entry:
+def _today(sup, entry: dict | None, release: dict | None = None) -> dict | None:
+    """A card's state at the pinned SHA and who superseded it, and its state in the newest release."""
+    from .. import release as rel
+
+    if not entry and not release:
         return None
-    return {"state": entry["state"], "superseded_by": [sup.label(e) for e in sup.significant(entry)],
-            "summary": sup.summary(entry)}
+    entry = entry or {"state": "not computed"}
+    out = {"state": entry["state"], "superseded_by": [sup.label(e) for e in sup.significant(entry)],
+           "summary": sup.summary(entry) if "added" in entry else entry["state"]}
+    if release:
+        out["release"] = rel.phrase(release)
+    return out
 
 
 class _Places:
@@ -99,6 +106,7 @@ class _Places:
 def build_index(kb) -> dict:
     from .. import measurements as ms
     from .. import playbook
+    from .. import release
     from .. import supersede as sup
     from ..cards import classify_file
     from ..trees import load_symbols
@@ -159,7 +167,7 @@ def build_index(kb) -> dict:
                          repos=[cid.split("/")[0]] * len(files[:5]), cards=[cid], lanes=lanes, merged=merged,
                          measured={"speedup": ms.headline(record), "measured": record["measured"],
                                    "device": record["device"]["gpu"]} if record else None,
-                         today=_today(sup, sup.for_card(kb.root, cid, supersession))))
+                         today=_today(sup, sup.for_card(kb.root, cid, supersession), release.for_card(kb.releases, cid))))
         for path in files:
             fi = info(cid.split("/")[0], path)
             fi["text"].append(str(meta.get("title", "")))

@@ -154,6 +154,12 @@ class Site:
             if entry.get("incidental"):
                 status += f"; {entry['incidental']['prs']} incidental touches ({entry['incidental']['lines']} lines)"
             rows.append(("Today", cell(status)))
+        from .. import release
+
+        rel = release.for_card(self.refs.releases, cid)
+        if rel:
+            rows.append((f"In {rel['version']}", cell(f"{rel['state']} ({rel['present']}/{rel['added']} added lines of its "
+                                                     f"shipped files stand in the release's wheel)")))
         source = lock.get("source") or {}
         if source.get("commit"):
             rows.append(("Evidence", cell(f"{source.get('kind', '')} commit {source['commit'][:12]}, "
