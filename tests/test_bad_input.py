@@ -448,3 +448,94 @@ def test_m004_looks_only_at_measurement_values(mkb, tmp_path):
                                  "```\nbuf = alloc(165)\n```\n"), encoding="utf-8")
     found = [(f.line, f.message) for f in findings(mkb, select=["M004"])]
     assert [m.split(" ")[0] for _, m in found] == ["26.65"], found
+
+
+# ---- 7. inputs normalised at the door --------------------------------------------------------
+
+import zipfile  # noqa: E402
+
+from site_harness import DIFF  # noqa: E402
+
+TITLE = "Fuse window attention in the Qwen2.5-VL vision tower"
+
+
+def fetch_diff(kb: Path, diff: bytes, tmp_path: Path, *extra: str, pr: str = "101"):
+    path = tmp_path / "pr.diff"
+    path.write_bytes(diff)
+    return run_cli("fetch", "sglang", pr, "--diff", str(path), "--title", TITLE, "--merged", "2026-01-02",
+                   *extra, "--root", str(kb))
+
+
+def test_a_crlf_diff_is_read_as_lf(kb, tmp_path):
+    code, out = fetch_diff(kb, DIFF.replace("\n", "\r\n").encode(), tmp_path)
+    assert code == 0, out
+    lock = json.loads((kb / "references/evidence/sglang/101.json").read_text(encoding="utf-8"))
+    [f] = lock["files"]
+    assert f["path"] == "python/sglang/srt/models/qwen2_5_vl.py" and f["status"] == "modified", f
+    crlf_sha = lock["diff_sha256"]
+    code, out = fetch_diff(kb, DIFF.encode(), tmp_path)
+    assert code == 0 and out.startswith("unchanged"), out
+    assert json.loads((kb / "references/evidence/sglang/101.json").read_text(encoding="utf-8"))["diff_sha256"] == crlf_sha
+
+
+def test_fetch_diff_over_an_existing_different_lock_needs_force(kb, tmp_path):
+    assert fetch_diff(kb, DIFF.encode(), tmp_path)[0] == 0
+    lock = kb / "references/evidence/sglang/101.json"
+    before = lock.read_bytes()
+    other = DIFF.replace("return blocks(x)", "return blocks(x) * 2")
+    code, out = fetch_diff(kb, other.encode(), tmp_path)
+    one_error_line(code, out, "already exists", "--force")
+    assert lock.read_bytes() == before
+    code, out = fetch_diff(kb, other.encode(), tmp_path, "--force")
+    assert code == 0 and out.startswith("wrote"), out
+
+
+@pytest.mark.parametrize("url", ["http://user:s3cr3t-token@127.0.0.1:9/api", "https://:s3cr3t-token@api.example/",
+                                 "http://s3cr3t-token@127.0.0.1:9"])
+def test_credentials_in_the_api_url_are_refused_and_never_printed(kb, url, monkeypatch):
+    monkeypatch.delenv("GITHUB_API_URL", raising=False)
+    code, out = run_cli("fetch", "sglang", "101", "--source", "github", "--api-url", url, "--root", str(kb))
+    one_error_line(code, out, "credentials")
+    assert "s3cr3t" not in out
+    assert not (kb / "references/evidence/sglang/101.json").exists()
+    code, out = run_cli("radar", "--refresh", "--api-url", url, "--root", str(kb))
+    assert code != 0 and "s3cr3t" not in out and "Traceback" not in out, out
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://host/x", "http://[::1"])
+def test_a_bad_api_url_is_one_line(kb, url):
+    code, out = run_cli("fetch", "sglang", "101", "--source", "github", "--api-url", url, "--root", str(kb))
+    one_error_line(code, out, "URL")
+
+
+def _zip(path: Path, members: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in members.items():
+            z.writestr(name, text)
+    return path
+
+
+@pytest.mark.parametrize("members", [
+    {},
+    {"numpy/__init__.py": "", "numpy-9.9.9.dist-info/METADATA": "Name: numpy\nVersion: 9.9.9\n"},
+    {"sglang/srt/server_args.py": "class ServerArgs:\n    x: A[str] = None\n",
+     "sglang-9.9.8.dist-info/METADATA": "Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.8\n"},
+    {"sglang/srt/server_args.py": "#" * (17 * 1024 * 1024)},
+], ids=["empty", "foreign", "other-version", "zip-bomb"])
+def test_an_empty_or_foreign_wheel_is_refused_before_anything_is_overwritten(kb, tmp_path, members):
+    listing = kb / "references/trees/sglang-release.json"
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text('{"repo": "sglang", "version": "0.5.23", "paths": ["python/sglang/srt/x.py"]}\n')
+    before = listing.read_bytes()
+    wheel = _zip(tmp_path / "sglang-9.9.9-py3-none-any.whl", members)
+    code, out = run_cli("tree", "sglang", "--wheel", str(wheel), "--root", str(kb))
+    one_error_line(code, out, str(wheel))
+    assert listing.read_bytes() == before
+
+
+def test_new_refuses_a_mislabelled_lock(kb, tmp_path):
+    assert fetch_diff(kb, DIFF.encode(), tmp_path, pr="10323")[0] == 0
+    (kb / "references/evidence/sglang/10323.json").rename(kb / "references/evidence/sglang/99999.json")
+    code, out = run_cli("new", "sglang", "99999", "--root", str(kb))
+    one_error_line(code, out, "sglang#10323", "not sglang#99999")
+    assert not (kb / "references/cards/sglang/99999.md").exists()

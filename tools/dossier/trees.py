@@ -197,6 +197,7 @@ def list_release(config: Config, wheel: str) -> tuple[Path, dict]:
     quoted `--flags`; env vars from srt/environ.py.
     """
     import zipfile
+    import zlib
 
     m = re.search(r"sglang-(\d+(?:\.\d+)+(?:\.post\d+)?)-", Path(wheel).name)
     if not m:
@@ -206,16 +207,45 @@ def list_release(config: Config, wheel: str) -> tuple[Path, dict]:
     except (OSError, zipfile.BadZipFile) as exc:
         raise DossierError(f"{wheel}: cannot read the wheel: {exc}") from None
     names = zf.namelist()
-    paths = sorted("python/" + n for n in names if n.startswith("sglang/srt/") and not n.endswith("/"))
-    sources = {n: zf.read(n).decode("utf-8", "replace") for n in names
-               if n == "sglang/srt/server_args.py" or (n.startswith("sglang/srt/arg_groups/") and n.endswith(".py"))}
-    env_src = zf.read("sglang/srt/environ.py").decode("utf-8", "replace") if "sglang/srt/environ.py" in names else ""
+    try:
+        _check_wheel(wheel, zf, m.group(1))
+        paths = sorted("python/" + n for n in names if n.startswith("sglang/srt/") and not n.endswith("/"))
+        sources = {n: zf.read(n).decode("utf-8", "replace") for n in names
+                   if n == "sglang/srt/server_args.py" or (n.startswith("sglang/srt/arg_groups/") and n.endswith(".py"))}
+        env_src = zf.read("sglang/srt/environ.py").decode("utf-8", "replace") if "sglang/srt/environ.py" in names else ""
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        raise DossierError(f"{wheel}: cannot read the wheel: {exc}") from None
     flags, env = _flags_and_env(sources, env_src)
     doc = {"repo": "sglang", "version": m.group(1), "wheel": Path(wheel).name,
            "paths": paths, "flags": flags, "env": env}
     out = config.root / RELEASE_LISTING
     write_atomic(out, json.dumps(doc, indent=0) + "\n")
     return out, doc
+
+
+_MAX_WHEEL_MEMBER = 16 * 1024 * 1024  # server_args.py is ~200 KB; a zip bomb's member is gigabytes
+
+
+def _check_wheel(wheel: str, zf, version: str) -> None:
+    """Refuse, before anything is overwritten, a wheel that is empty, not sglang's, or a zip bomb."""
+    from email.parser import HeaderParser
+
+    names = set(zf.namelist())
+    meta = next((n for n in names if n.endswith(".dist-info/METADATA") and "/" not in n[:-len(".dist-info/METADATA")]),
+                None)
+    if "sglang/srt/server_args.py" not in names:
+        raise DossierError(f"{wheel}: not an sglang wheel ({len(names)} files, no sglang/srt/server_args.py); "
+                           f"{RELEASE_LISTING} left as it is")
+    read = {meta, "sglang/srt/server_args.py", "sglang/srt/environ.py"}  # the members list_release unpacks
+    for name in sorted(names):
+        if (name in read or name.startswith("sglang/srt/arg_groups/")) and zf.getinfo(name).file_size > _MAX_WHEEL_MEMBER:
+            raise DossierError(f"{wheel}: {name} unpacks to {zf.getinfo(name).file_size:,} bytes; refusing it")
+    if meta is None:
+        return
+    headers = HeaderParser().parsestr(zf.read(meta).decode("utf-8", "replace"))
+    if (headers.get("Name") or "").lower() != "sglang" or headers.get("Version") != version:
+        raise DossierError(f"{wheel}: METADATA names {headers.get('Name')} {headers.get('Version')}, not sglang {version}; "
+                           f"{RELEASE_LISTING} left as it is")
 
 
 def load_release(root: Path) -> dict | None:
