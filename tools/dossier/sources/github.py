@@ -327,6 +327,11 @@ def fetch_github(config: Config, repo: str, numbers: list[int], api_url: str | N
             except (GithubException, requests.exceptions.RequestException) as exc:
                 results.append(FetchResult(pr, error=describe(exc, f"{upstream}#{pr}", root)))
                 continue
+            except (TypeError, KeyError, AttributeError, ValueError) as exc:  # a 200 that is no pull request
+                results.append(FetchResult(pr, error=f"GitHub API at {root} answered {upstream}#{pr} with something "
+                                                     f"that is not a pull request (not JSON, or the wrong shape: "
+                                                     f"{type(exc).__name__})"))
+                continue
             results.append(store_lock(config, repo, pr, github_lock(config, repo, record, files, root)))
     finally:
         cache.save()  # what was fetched is kept even when a later PR fails hard
