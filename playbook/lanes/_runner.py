@@ -9,10 +9,12 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from http.client import HTTPException
 
 from _lane import Lane, LaneError, LaneSkip, Sample
 from _results import compare_table, print_table, summarize, write_result
@@ -50,8 +52,28 @@ def build_parser(lane: Lane) -> argparse.ArgumentParser:
 
 def launch_argv(lane: Lane, args) -> list[str]:
     if args.server_cmd:
-        return [w.format(model=args.model, port=args.port) for w in shlex.split(args.server_cmd)]
+        try:
+            words = shlex.split(args.server_cmd)
+        except ValueError as exc:  # an unbalanced quote
+            raise LaneError(f"--server-cmd is not shell words: {exc}") from None
+        try:
+            return [w.format(model=args.model, port=args.port) for w in words]
+        except (KeyError, IndexError, ValueError) as exc:
+            raise LaneError(f"--server-cmd: only {{model}} and {{port}} are filled, not {exc}") from None
     return lane.server_command(args)
+
+
+def _server_url_problem(url: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        return f"--server-url {url!r} is not a URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"--server-url {url!r} is not http(s)://host:port"
+    return None
 
 
 def _say(msg: str) -> None:
@@ -124,6 +146,11 @@ def _measure(lane: Lane, args, argv_server: list[str] | None, env: dict, engine:
         else:
             wait_healthy(base, min(args.health_timeout, 30))
         samples, wall = run_requests(lane, args, base)
+    except (HTTPException, ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+        # A reply that is not HTTP, or JSON of the wrong shape: an error, never a measured result.
+        msg = f"the server's reply is not what the lane expects: {type(exc).__name__}: {str(exc)[:160]}"
+        write_result(args, lane, "error", {}, [], msg)
+        return _fail(lane, msg, EXIT_ERROR)
     except LaneSkip as exc:
         _say(f"lane {lane.name}: SKIPPED - {exc}")
         return 0
@@ -158,8 +185,13 @@ def _main(lane: Lane, argv: list[str] | None) -> int:
         lane.validate(args)
     except LaneError as exc:
         return _fail(lane, str(exc), EXIT_ERROR)
+    if args.server_url and _server_url_problem(args.server_url):
+        return _fail(lane, _server_url_problem(args.server_url), EXIT_ERROR)
     engine = lane.engine_kwargs(args)
-    argv_server, env = (None, {}) if engine is not None else (launch_argv(lane, args), lane.server_env(args))
+    try:
+        argv_server, env = (None, {}) if engine is not None else (launch_argv(lane, args), lane.server_env(args))
+    except LaneError as exc:
+        return _fail(lane, str(exc), EXIT_ERROR)
     if args.dry_run:
         return _dry_run(lane, args, argv_server, env, engine)
     if engine is not None:
@@ -173,10 +205,26 @@ def _main(lane: Lane, argv: list[str] | None) -> int:
     return _measure(lane, args, argv_server, env, engine)
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for Ctrl-C
+
+
+def _interrupt(signum, _frame):
+    """SIGINT or SIGTERM: unwind (so `finally` stops a launched server), ignoring repeats meanwhile."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(lane: Lane, argv: list[str] | None = None) -> int:
     """Run `lane` with this command line (default: sys.argv); returns the exit code."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _interrupt)
     try:
         return _main(lane, argv)
+    except KeyboardInterrupt as exc:
+        print(f"lane {lane.name}: interrupted ({exc or 'SIGINT'}); a launched server was stopped",
+              file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (`--dry-run | head`): stop quietly, as a SIGPIPE death would.
         # Point stdout at /dev/null so the flush at interpreter exit does not fail again.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import click
@@ -12,13 +14,29 @@ from ..errors import DossierError
 
 
 class Group(click.Group):
-    """Turn DossierError into one line on stderr and exit status 2."""
+    """Turn DossierError into one line on stderr and exit status 2; Ctrl-C into one line and 130.
+
+    Any other exception is a bug in the tool: one line naming it, exit 2, and the traceback
+    only with DOSSIER_DEBUG=1, so no input ever shows a user a traceback.
+    """
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except DossierError as exc:
             click.echo(f"dossier: error: {exc}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("dossier: interrupted", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last line of defence, see the docstring
+            if os.environ.get("DOSSIER_DEBUG"):
+                raise
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            click.echo(f"dossier: error: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+                       f"(at {Path(where.filename).name}:{where.lineno}; DOSSIER_DEBUG=1 shows the traceback)", err=True)
             sys.exit(2)
 
 

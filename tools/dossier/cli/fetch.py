@@ -25,8 +25,9 @@ from ._base import config_at, exit_for, pr_numbers, read_bytes, root_option
 @click.option("--title", default=None, help="PR title (with --diff).")
 @click.option("--state", default="merged", type=click.Choice(["merged", "open", "closed"]), help="PR state (with --diff).")
 @click.option("--merged", "merged_date", default=None, help="Merge date YYYY-MM-DD (with --diff).")
+@click.option("--force", is_flag=True, help="With --diff: replace an existing lock that differs.")
 @root_option
-def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title, state, merged_date, root):
+def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title, state, merged_date, force, root):
     """Write evidence locks for PRS of REPO (e.g. `dossier fetch sglang 16366 --clone ../sglang`)."""
     from ..fetch import fetch_git, lock_from_diff
 
@@ -37,7 +38,7 @@ def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title
         if len(numbers) != 1 or not title:
             raise DossierError("--diff takes exactly one PR number and --title")
         data = sys.stdin.buffer.read() if diff_file == "-" else read_bytes(diff_file)
-        res = lock_from_diff(config, repo, numbers[0], data, title, state, merged_date)
+        res = lock_from_diff(config, repo, numbers[0], data, title, state, merged_date, force=force)
         click.echo(f"{'wrote' if res.changed else 'unchanged'} {res.path.relative_to(config.root)}")
         return
     kind = source_kind or ("git" if clone else "github")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import click
 import yaml
 
 from ..errors import DossierError
+from ..fsio import refuse_outside
 from ..lanes import find_lane, lane_argv, load_lanes
 from ._base import config_at, root_option
 
@@ -62,15 +64,32 @@ def run_cmd(lane_id, extra, python, root):
     (e.g. `dossier lanes run asr-offline -- --server-url http://127.0.0.1:30000`)."""
     base = _root(root)
     lane = find_lane(base, lane_id)
-    if not (base / str(lane.get("script", ""))).is_file():
+    script = base / str(lane.get("script", ""))
+    if not script.is_file():
         raise DossierError(f"lane {lane_id}: script {lane.get('script')!r} not found")
+    refuse_outside(script, base)  # the registry runs only the repository's own scripts
     extra = [a for a in extra if a != "--"]
     if "--lane-id" not in extra and "--lane-id" not in (lane.get("args") or []):
         extra += ["--lane-id", lane_id]
     argv = lane_argv(base, lane, extra, python)
     click.echo("+ " + shlex.join(argv), err=True)
+    sys.exit(_run_forwarding_signals(argv))
+
+
+def _run_forwarding_signals(argv: list[str]) -> int:
+    """Run the lane and hand it SIGINT/SIGTERM, so it stops a server it launched before it exits.
+
+    (subprocess.call would SIGKILL the lane on Ctrl-C, leaving its server running.)
+    """
     try:
-        code = subprocess.call(argv)
+        proc = subprocess.Popen(argv)
     except OSError as exc:
         raise DossierError(f"cannot run {argv[0]}: {exc.strerror}") from None
-    sys.exit(code)
+    forward = lambda signum, _frame: proc.poll() is None and proc.send_signal(signum)  # noqa: E731
+    old = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = proc.wait()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code

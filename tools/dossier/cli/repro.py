@@ -96,6 +96,8 @@ def repro_run(names, python, out_dir, quick, timeout, root):
             failed += 1
             click.echo(f"dossier: error: {script.rel}: ran past {timeout:.0f} s", err=True)
             continue
+        except OSError as exc:  # --python names no interpreter: every script would fail the same way
+            raise DossierError(f"cannot run {python}: {exc.strerror}") from None
         if proc.returncode != 0:
             failed += 1
             tail = (proc.stderr or proc.stdout).strip().splitlines()
