@@ -23,12 +23,15 @@ class Group(click.Group):
 
 
 # The one declaration of --root: every command that reads the knowledge base takes it.
-root_option = click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT",
-                           help="Knowledge-base root (folder with dossier.toml).")
+root_option = click.option(
+    "--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT", show_envvar=True,
+    help="Knowledge-base root (the folder with dossier.toml). Default: the installed skill's "
+         "folder for find/lanes/radar/trace/repro, else the working directory or a parent.")
 
 
-def config_at(root) -> Config:
-    return load_config(Path(root) if root else None)
+def config_at(root, *, reading: bool = False) -> Config:
+    """The knowledge base a command works on; `reading` commands prefer the installed skill."""
+    return load_config(Path(root) if root else None, prefer_installed=reading)
 
 
 def pr_numbers(values) -> list[int]:

@@ -42,6 +42,9 @@ def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title
         return
     kind = source_kind or ("git" if clone else "github")
     if kind == "github":
+        from ..extras import require
+
+        require("github", "dossier fetch --source github")
         from ..sources.github import fetch_github
 
         results = fetch_github(config, repo, numbers, api_url=api_url, max_age_s=max_age)

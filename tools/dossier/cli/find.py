@@ -18,6 +18,6 @@ from ._base import config_at, root_option
 @root_option
 def command(query, limit, fmt, root):
     """Rank playbook entries, cards and files for a symptom, e.g. `dossier find "Qwen3-VL video OOM"`."""
-    ctx = KnowledgeBase(config_at(root))
+    ctx = KnowledgeBase(config_at(root, reading=True))
     found = search(load_index(ctx), " ".join(query), limit)
     click.echo(json.dumps(found, indent=1) if fmt == "json" else format_text(found))

@@ -17,7 +17,7 @@ from ._base import config_at, root_option
 
 
 def _root(root) -> Path:
-    return config_at(root).root
+    return config_at(root, reading=True).root
 
 
 @click.group("lanes")

@@ -24,7 +24,7 @@ def repro_list(fmt, root):
     """List the repro scripts with their subject, record state and measured speedups."""
     from .. import measurements as ms
 
-    config = config_at(root)
+    config = config_at(root, reading=True)
     recs = ms.records(config.root)
     rows = []
     for script in ms.scripts(config.root):
@@ -47,7 +47,7 @@ def repro_list(fmt, root):
 @root_option
 def repro_record(raw_files, root):
     """File raw records written on the device (`script.py --out X.json`) under references/measurements/."""
-    config = config_at(root)
+    config = config_at(root, reading=True)
     failed = sum(not _file_one_record(config, Path(raw)) for raw in raw_files)
     exit_for(failed, len(raw_files))
 
@@ -80,7 +80,7 @@ def repro_run(names, python, out_dir, quick, timeout, root):
 
     from .. import measurements as ms
 
-    config = config_at(root)
+    config = config_at(root, reading=True)
     chosen = [s for s in ms.scripts(config.root) if not names or any(n in s.rel for n in names)]
     if not chosen:
         raise DossierError(f"no repro script matches {' '.join(names)}")

@@ -36,7 +36,7 @@ def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_r
     """List every PR that touched a family's files (former paths included), with its card or exclusion."""
     from ..trace import suggest_renames as suggest, trace
 
-    config = config_at(root)
+    config = config_at(root, reading=True)
     names = list(config.families) if all_families else list(families)
     if not names:
         raise DossierError("name a family or pass --all")
