@@ -29,6 +29,25 @@ root_option = click.option(
          "folder for find/lanes/radar/trace/repro, else the working directory or a parent.")
 
 
+def show(text: str) -> None:
+    """Print result text on a terminal: colour, and each line cut at the window's width instead of wrapping
+    mid-identifier. Plain output (a pipe, a file) goes through click.echo unchanged."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    for line in text.splitlines():
+        styled = Text(line, no_wrap=True, overflow="ellipsis")
+        stripped = line.lstrip()
+        if line and not line.startswith(" ") and line.endswith(":"):
+            styled.stylize("bold")
+        elif stripped[:1].isdigit():
+            styled.stylize("bold cyan")
+        elif stripped.startswith(("open:", "cards:", "lanes:", "today:", "measured:")):
+            styled.stylize("dim", 0, len(line) - len(stripped) + stripped.index(":") + 1)
+        console.print(styled)
+
+
 def config_at(root, *, reading: bool = False) -> Config:
     """The knowledge base a command works on; `reading` commands prefer the installed skill."""
     return load_config(Path(root) if root else None, prefer_installed=reading)

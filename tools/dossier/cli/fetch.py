@@ -13,11 +13,11 @@ from ._base import config_at, exit_for, pr_numbers, read_bytes, root_option
 @click.command()
 @click.argument("repo")
 @click.argument("prs", nargs=-1, required=True)
-@click.option("--clone", envvar="DOSSIER_CLONE", help="Local git clone (git source).")
+@click.option("--clone", envvar="DOSSIER_CLONE", show_envvar=True, help="Local git clone (git source).")
 @click.option("--ref", default=None, help="Branch or SHA whose first-parent history holds merges "
               "(default: the repo's pinned SHA, else HEAD).")
 @click.option("--source", "source_kind", type=click.Choice(["git", "github"]), default=None,
-              help="Where to read the PR (default: git when --clone is given, else github).")
+              help="Where to read the PR (default: git when --clone is given, else github, which reads GITHUB_TOKEN from the environment and needs the github extra).")
 @click.option("--api-url", default=None, help="GitHub API root (github source).")
 @click.option("--max-age", type=float, default=None, envvar="DOSSIER_GITHUB_MAX_AGE",
               help="Seconds cached GitHub metadata (state, labels) stays fresh (github source).")

@@ -26,7 +26,7 @@ def command():
 
 
 @command.command("list")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format.")
 @root_option
 def list_cmd(fmt, root):
     """One line per registered lane."""

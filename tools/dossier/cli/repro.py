@@ -18,7 +18,7 @@ def repro():
 
 
 @repro.command("list")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format.")
 @root_option
 def repro_list(fmt, root):
     """List the repro scripts with their subject, record state and measured speedups."""

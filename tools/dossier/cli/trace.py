@@ -21,8 +21,8 @@ def rows_ref(config, repo, clone, ref) -> str:
 @click.command("trace")
 @click.argument("families", nargs=-1)
 @click.option("--all", "all_families", is_flag=True, help="Every family in dossier.toml.")
-@click.option("--repo", default="sglang", show_default=True)
-@click.option("--clone", envvar="DOSSIER_CLONE", required=True, help="Local git clone.")
+@click.option("--repo", default="sglang", show_default=True, help="Upstream repo (a dossier.toml name) whose history to read.")
+@click.option("--clone", envvar="DOSSIER_CLONE", show_envvar=True, required=True, help="Local git clone.")
 @click.option("--ref", default=None, help="Ref to read (default: the repo's pinned SHA, else HEAD).")
 @click.option("--live", is_flag=True, help="Say whether each card's added lines still stand at the ref.")
 @click.option("--missing", is_flag=True, help="Only PRs with neither card nor exclusion.")
@@ -30,7 +30,7 @@ def rows_ref(config, repo, clone, ref) -> str:
               "that dossier.toml does not declare as former paths yet.")
 @click.option("--supersede", is_flag=True, help="Compute which later PRs removed or rewrote each card's added "
               "lines and write references/supersession.json (one history walk; tens of seconds).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format.")
 @root_option
 def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_renames, supersede, fmt, root):
     """List every PR that touched a family's files (former paths included), with its card or exclusion."""
