@@ -29,6 +29,25 @@ root_option = click.option(
          "folder for find/lanes/radar/trace/repro, else the working directory or a parent.")
 
 
+def working(label: str):
+    """A rich spinner with elapsed time on stderr while a long step runs; nothing when stderr is not a terminal."""
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True,
+                        console=__import__("rich.console", fromlist=["Console"]).Console(stderr=True))
+
+    @contextlib.contextmanager
+    def run():
+        with progress:
+            progress.add_task(label, total=None)
+            yield progress
+    return run()
+
+
 def show(text: str) -> None:
     """Print result text on a terminal: colour, and each line cut at the window's width instead of wrapping
     mid-identifier. Plain output (a pipe, a file) goes through click.echo unchanged."""

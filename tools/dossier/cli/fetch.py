@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..errors import DossierError
-from ._base import config_at, exit_for, pr_numbers, read_bytes, root_option
+from ._base import config_at, exit_for, pr_numbers, read_bytes, root_option, working
 
 
 @click.command()
@@ -47,7 +47,8 @@ def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title
         require("github", "dossier fetch --source github")
         from ..sources.github import fetch_github
 
-        results = fetch_github(config, repo, numbers, api_url=api_url, max_age_s=max_age)
+        with working(f"fetching {len(numbers)} PR{'s' if len(numbers) != 1 else ''} of {repo} from GitHub"):
+            results = fetch_github(config, repo, numbers, api_url=api_url, max_age_s=max_age)
     else:
         if not clone:
             raise DossierError("the git source needs --clone PATH (or DOSSIER_CLONE)")

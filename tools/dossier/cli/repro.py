@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import DossierError
-from ._base import config_at, exit_for, root_option
+from ._base import config_at, exit_for, root_option, working
 
 
 @click.group()
@@ -87,11 +87,12 @@ def repro_run(names, python, out_dir, quick, timeout, root):
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="dossier-repro-"))
     work.mkdir(parents=True, exist_ok=True)
     failed = 0
-    for script in chosen:
+    for i, script in enumerate(chosen, 1):
         raw = work / f"{script.path.stem}.json"
         cmd = [python, str(script.path), "--out", str(raw)] + (["--quick"] if quick else [])
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=config.root)
+            with working(f"[{i}/{len(chosen)}] {script.rel}"):
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=config.root)
         except subprocess.TimeoutExpired:
             failed += 1
             click.echo(f"dossier: error: {script.rel}: ran past {timeout:.0f} s", err=True)

@@ -7,7 +7,7 @@ import json
 import click
 
 from ..errors import DossierError
-from ._base import config_at, root_option
+from ._base import config_at, root_option, working
 
 
 def rows_ref(config, repo, clone, ref) -> str:
@@ -50,7 +50,8 @@ def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_r
     if supersede:
         from .. import supersede as sup
 
-        result = sup.compute(config, repo, clone, ref)
+        with working(f"supersession: walking {repo} history after each card"):
+            result = sup.compute(config, repo, clone, ref)
         path = sup.write(config.root, repo, result)
         states = {}
         for entry in result["cards"].values():
