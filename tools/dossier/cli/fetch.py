@@ -7,17 +7,17 @@ import sys
 import click
 
 from ..errors import DossierError
-from ._base import config_at, exit_for, pr_numbers, read_bytes, root_option
+from ._base import config_at, exit_for, pr_numbers, read_bytes, root_option, working
 
 
 @click.command()
 @click.argument("repo")
 @click.argument("prs", nargs=-1, required=True)
-@click.option("--clone", envvar="DOSSIER_CLONE", help="Local git clone (git source).")
+@click.option("--clone", envvar="DOSSIER_CLONE", show_envvar=True, help="Local git clone (git source).")
 @click.option("--ref", default=None, help="Branch or SHA whose first-parent history holds merges "
               "(default: the repo's pinned SHA, else HEAD).")
 @click.option("--source", "source_kind", type=click.Choice(["git", "github"]), default=None,
-              help="Where to read the PR (default: git when --clone is given, else github).")
+              help="Where to read the PR (default: git when --clone is given, else github, which reads GITHUB_TOKEN from the environment and needs the github extra).")
 @click.option("--api-url", default=None, help="GitHub API root (github source).")
 @click.option("--max-age", type=float, default=None, envvar="DOSSIER_GITHUB_MAX_AGE",
               help="Seconds cached GitHub metadata (state, labels) stays fresh (github source).")
@@ -43,9 +43,13 @@ def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title
         return
     kind = source_kind or ("git" if clone else "github")
     if kind == "github":
+        from ..extras import require
+
+        require("github", "dossier fetch --source github")
         from ..sources.github import fetch_github
 
-        results = fetch_github(config, repo, numbers, api_url=api_url, max_age_s=max_age)
+        with working(f"fetching {len(numbers)} PR{'s' if len(numbers) != 1 else ''} of {repo} from GitHub"):
+            results = fetch_github(config, repo, numbers, api_url=api_url, max_age_s=max_age)
     else:
         if not clone:
             raise DossierError("the git source needs --clone PATH (or DOSSIER_CLONE)")

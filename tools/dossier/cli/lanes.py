@@ -14,12 +14,12 @@ import yaml
 
 from ..errors import DossierError
 from ..fsio import refuse_outside
-from ..lanes import find_lane, lane_argv, load_lanes
+from ..lanes import entry_flags, find_lane, lane_argv, load_lanes
 from ._base import config_at, root_option
 
 
 def _root(root) -> Path:
-    return config_at(root).root
+    return config_at(root, reading=True).root
 
 
 @click.group("lanes")
@@ -28,7 +28,7 @@ def command():
 
 
 @command.command("list")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format.")
 @root_option
 def list_cmd(fmt, root):
     """One line per registered lane."""
@@ -58,12 +58,16 @@ def show_cmd(lane_id, root):
 @click.argument("lane_id")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
 @click.option("--python", default=None, help="Interpreter for the lane script (default: this one).")
+@click.option("--entry", "entry_id", default=None,
+              help="Playbook entry the run answers; adds what its `measure` asks for (--gpu-memory for GPU memory or OOM).")
 @root_option
-def run_cmd(lane_id, extra, python, root):
+def run_cmd(lane_id, extra, python, entry_id, root):
     """Run LANE_ID's script with its registry args; pass more after `--`
     (e.g. `dossier lanes run asr-offline -- --server-url http://127.0.0.1:30000`)."""
     base = _root(root)
     lane = find_lane(base, lane_id)
+    if entry_id:
+        extra = (*extra, *[f for f in entry_flags(base, entry_id, lane_id) if f not in extra])
     script = base / str(lane.get("script", ""))
     if not script.is_file():
         raise DossierError(f"lane {lane_id}: script {lane.get('script')!r} not found")

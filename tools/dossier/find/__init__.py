@@ -18,13 +18,17 @@ from ._text import tokenize
 __all__ = ["CACHE_NAME", "build_index", "format_text", "load_index", "rank_files", "search", "tokenize"]
 
 
+class NoMatch(DossierError):
+    """No document shares a word with the query: `dossier find` exits 1, not 2 (a tool error)."""
+
+
 def search(index: dict, query: str, limit: int = 10) -> dict:
     """The files to open first and the best documents for `query`; bad queries raise one clear line."""
     terms = sorted(set(tokenize(query)))
     if not terms:
         raise DossierError("empty query: describe the symptom, e.g. `dossier find \"Qwen3-VL video OOM\"`")
     if not any(t in index["df"] for t in terms):
-        raise DossierError(f"nothing in the playbook, cards or files matches {query!r}; "
+        raise NoMatch(f"nothing in the playbook, cards or files matches {query!r}; "
                            "try the model, modality and symptom (e.g. 'video OOM', 'ASR streaming latency')")
     scored = bm25(index, terms)
     top_files = rank_files(scored)
