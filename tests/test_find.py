@@ -232,6 +232,17 @@ def test_find_never_lists_a_file_absent_at_the_pin(small_kb, repo_root):
     assert top["was"] == old
     text = run(small_kb, "EPD mooncake early release embeddings gpu_id").output
     assert f"{new}  (was {old}; now this)" in text and "moved to " + new in text
+    # A playbook entry that names the new path itself shows no "was": the move is the card's, not its.
+    (small_kb / "playbook" / "symptoms").mkdir(parents=True, exist_ok=True)
+    (small_kb / "playbook" / "symptoms" / "epd.yaml").write_text(
+        "entries:\n  - id: epd-early-release\n    symptom: EPD mooncake embeddings released early\n"
+        "    sublane: encoder-parallel\n    look:\n      - repo: sglang\n"
+        f"        file: {new}\n        why: the receiver\n    cards: [sglang/31591]\n    measure: x\n"
+        "    lanes: [vl-encoder-dp]\n")
+    data = json.loads(run(small_kb, "EPD mooncake early release embeddings gpu_id", "--format", "json").output)
+    entry = next(r for r in data["results"] if r["id"] == "epd-early-release")
+    assert new in entry["files"] and "was" not in entry
+    assert "was" not in next(f for f in data["top_files"] if f["path"] == new)
 
 
 def test_help_has_h_the_environment_and_every_option():

@@ -50,7 +50,7 @@ def _result(index: dict, score: float, d: dict) -> dict:
     # Nested mappings are rebuilt in a fixed key order: the on-disk cache stores them with sorted keys.
     out = {"kind": d["kind"], "id": d["id"], "score": round(score, 3),
            "files": d["files"], "cards": d["cards"], "lanes": d["lanes"]}
-    was = {f: index["was"][f"{r}:{f}"] for r, f in zip(d["repos"], d["files"]) if f"{r}:{f}" in index.get("was", {})}
+    was = d.get("was") or {}  # this document's own moves, never another's
     if was:
         out["was"] = was
     if d["kind"] == "entry":
