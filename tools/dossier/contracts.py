@@ -1,9 +1,11 @@
 """What upstream accepts from a lane: request bodies, forms, websocket events, Engine calls, launch flags.
 
-Two kinds of target. The released sglang wheel that scripts/bootstrap installs (no
-dependencies, outside site-packages) is read for real: its pydantic and msgspec request
-models are imported without running `sglang/__init__.py` (which needs torch), by registering
-empty parent packages. The pinned commits are read from the facts `dossier tree` stored in
+Two kinds of target. The released wheels that scripts/bootstrap installs (sglang and
+sglang-omni, the versions in pyproject.toml [tool.dossier.contract]; no dependencies, outside
+site-packages) are read for real: their pydantic and msgspec request models are imported
+without running `sglang/__init__.py` or `sglang_omni/__init__.py` (which need torch), by
+registering empty parent packages; their CLI and server arguments are read by AST. The
+pinned commits are read from the facts `dossier tree` stored in
 references/trees/<repo>.contract.json (names and annotation text, no code).
 
 A lane's request arrives as a `Call`-like object (playbook/lanes/_lane.py): kind, method,
@@ -34,26 +36,36 @@ _ENV_NAME = re.compile(r"\b(SGLANG_[A-Z0-9_]+)\b")
 
 
 class ReleaseMissing(DossierError):
-    """The sglang wheel the contract names is not installed (run ./scripts/bootstrap)."""
+    """A wheel the contract names is not installed (run ./scripts/bootstrap)."""
 
 
-def release_version(root: Path) -> str:
-    """The sglang release pinned in pyproject.toml ([tool.dossier.contract] sglang)."""
+RELEASE_REPOS = ("sglang", "sglang-omni")  # the keys of [tool.dossier.contract]
+
+
+def release_version(root: Path, repo: str = "sglang") -> str:
+    """The release of `repo` pinned in pyproject.toml ([tool.dossier.contract] sglang / sglang-omni)."""
     try:
         import tomllib
     except ImportError:  # Python 3.10
         import tomli as tomllib
     try:
         with open(root / "pyproject.toml", "rb") as fh:
-            return str(tomllib.load(fh)["tool"]["dossier"]["contract"]["sglang"])
+            return str(tomllib.load(fh)["tool"]["dossier"]["contract"][repo])
     except (OSError, KeyError, tomllib.TOMLDecodeError) as exc:
-        raise DossierError(f"pyproject.toml: no [tool.dossier.contract] sglang version ({exc})") from None
+        raise DossierError(f"pyproject.toml: no [tool.dossier.contract] {repo} version ({exc})") from None
 
 
-def release_folder(version: str) -> Path:
-    """Where scripts/bootstrap put the wheel: .venv/upstream/sglang-<version> of this interpreter."""
-    override = os.environ.get("DOSSIER_UPSTREAM_SGLANG")
-    return Path(override) if override else Path(sys.prefix) / "upstream" / f"sglang-{version}"
+def release_folder(version: str, repo: str = "sglang") -> Path:
+    """Where scripts/bootstrap put the wheel: .venv/upstream/<repo>-<version> of this interpreter
+    (DOSSIER_UPSTREAM_SGLANG / DOSSIER_UPSTREAM_SGLANG_OMNI name another folder)."""
+    override = os.environ.get("DOSSIER_UPSTREAM_" + repo.upper().replace("-", "_"))
+    return Path(override) if override else Path(sys.prefix) / "upstream" / f"{repo}-{version}"
+
+
+def installed_release(root: Path, repo: str) -> "Target":
+    """The release of `repo` that pyproject.toml pins, as installed by scripts/bootstrap (ReleaseMissing if not)."""
+    version = release_version(root, repo)
+    return load_release(str(release_folder(version, repo)), repo)
 
 
 # ------------------------------------------------------------------------------- targets
@@ -107,10 +119,38 @@ def _import_protocols(folder: Path) -> dict:
                            "(./scripts/bootstrap installs the contract extra)") from None
 
 
+def _import_omni_protocols(folder: Path) -> dict:
+    """sglang_omni/serve/protocol.py of the wheel (it needs only pydantic and client/types.py), no __init__ run."""
+    current = sys.modules.get("sglang_omni")
+    if current is not None and getattr(current, "__dossier_contract__", None) != str(folder):
+        raise DossierError(f"another sglang_omni package is already imported ({getattr(current, '__file__', '?')})")
+    for name in ("sglang_omni", "sglang_omni.client", "sglang_omni.serve"):
+        module = types.ModuleType(name)
+        module.__path__ = [str(folder / name.replace(".", "/"))]
+        module.__dossier_contract__ = str(folder)
+        sys.modules[name] = module
+    try:
+        return {"protocol": importlib.import_module("sglang_omni.serve.protocol")}
+    except ImportError as exc:
+        raise DossierError(f"cannot import sglang-omni's protocol module from {folder}: {exc} "
+                           "(./scripts/bootstrap installs the contract extra)") from None
+
+
+def _load_omni_release(base: Path) -> Target:
+    dist = sorted(base.glob("sglang_omni-*.dist-info"))
+    if not (base / "sglang_omni" / "serve" / "protocol.py").is_file() or not dist:
+        raise ReleaseMissing(f"no sglang-omni wheel at {base}: run ./scripts/bootstrap")
+    version = dist[-1].name[len("sglang_omni-"):-len(".dist-info")]
+    read = _reader(base)
+    return Target("sglang-omni", version, False, upstream_facts.omni_contract(read), set(), _import_omni_protocols(base))
+
+
 @lru_cache(maxsize=None)
-def load_release(folder: str) -> Target:
-    """The installed sglang release as a target: its real models plus AST facts of its other files."""
+def load_release(folder: str, repo: str = "sglang") -> Target:
+    """The installed release as a target: its real request models plus AST facts of its other files."""
     base = Path(folder)
+    if repo == "sglang-omni":
+        return _load_omni_release(base)
     dist = sorted(base.glob("sglang-*.dist-info"))
     if not (base / "sglang" / "srt").is_dir() or not dist:
         raise ReleaseMissing(f"no sglang wheel at {base}: run ./scripts/bootstrap")
@@ -194,8 +234,11 @@ def _say(call, target: Target, model: str, file: str, problems: list[Problem]) -
 def _chat(target: Target, call) -> list[str]:
     if target.repo == "sglang-omni":
         file = upstream_facts.OMNI_FILES["protocol"]
-        return _say(call, target, "ChatCompletionRequest", file,
-                    target.schema(file).check_model(call.body, "ChatCompletionRequest"))
+        if target.modules:
+            problems = _pydantic_problems(target.modules["protocol"].ChatCompletionRequest, call.body)
+        else:
+            problems = target.schema(file).check_model(call.body, "ChatCompletionRequest")
+        return _say(call, target, "ChatCompletionRequest", file, problems)
     model = "ChatCompletionRequest"
     if target.modules:
         problems = _pydantic_problems(getattr(target.modules["protocol"], model), call.body)
@@ -269,10 +312,18 @@ def _realtime(target: Target, call, release: Target | None) -> list[str]:
 
 def _speech(target: Target, call) -> list[str]:
     file, model = upstream_facts.OMNI_FILES["protocol"], "CreateSpeechRequest"
-    problems = target.schema(file).check_model(call.body, model)
+    service = upstream_facts.OMNI_FILES["speech_service"]
+    if target.modules:
+        problems = _pydantic_problems(target.modules["protocol"].CreateSpeechRequest, call.body)
+    else:
+        problems = target.schema(file).check_model(call.body, model)
+    for key, allowed in target.facts.get("allowed", {}).get(model, {}).items():
+        value = call.body.get(key)
+        if isinstance(value, str) and value.strip().lower() not in allowed:  # normalize_response_format
+            problems.append(Problem(key, f"{value!r} is refused (allowed: {allowed}) ({service})"))
     for rule in target.facts.get("rules", {}).get(model, []):
         if all(call.body.get(k) == v for k, v in rule["when"].items()):
-            problems += [Problem(k, f"must be {v!r} when {rule['when']} ({upstream_facts.OMNI_FILES['speech_service']})")
+            problems += [Problem(k, f"must be {v!r} when {rule['when']} ({service})")
                          for k, v in rule["require"].items() if call.body.get(k, v) != v]
     return _say(call, target, model, file, problems)
 
@@ -303,15 +354,16 @@ def check_call(target: Target, call, strict: bool = True, release: Target | None
 # -------------------------------------------------------------------------------- launch
 
 
-def _history(flag: str, target: Target, others) -> str:
+def _history(flag: str, target: Target, others, script: str | None = None) -> str:
     """Where else the flag exists, so a failure says in which version it appeared or vanished.
 
-    The release under test is newer than the pin (0.5.23 of 2026-10-30 vs 2026-08-22);
-    `dossier tree` moves the pin and pyproject.toml the release, both forward.
+    The releases under test are newer than the pins (sglang 0.5.23 of 2026-10-30, sglang-omni
+    0.1.9 of 2026-10-21, vs 2026-08-22); `dossier tree` moves the pins and pyproject.toml the
+    releases, both forward.
     """
     for other in others:
-        table = _options(other, None)
-        if table and upstream_args.resolve(flag, table)[0]:
+        table = _options(other, script)
+        if table and upstream_args.resolve(flag, table, other.repo == "sglang")[0]:
             if other.pinned and not target.pinned:
                 return f"; {other.label} has it, so it vanished between the pin and {target.version}"
             if target.pinned and not other.pinned:
@@ -320,23 +372,42 @@ def _history(flag: str, target: Target, others) -> str:
 
 
 def _options(target: Target, script: str | None) -> dict:
+    """The option table of the launcher: sglang's ServerArgs, `sgl-omni serve`, or an example script's argparse."""
     if target.repo == "sglang":
         return target.facts.get("server_options", {})
+    if script is None or script == "serve":
+        return target.facts.get("cli", {}).get("serve", {}).get("options", {})
     launchers = target.facts.get("launchers", {})
-    return next((t for p, t in launchers.items() if script and script.endswith(p)), {}) if script else \
-        next(iter(launchers.values()), {})
+    return next((t for p, t in launchers.items() if script.endswith(p)), {})
+
+
+def _omni_launcher(argv: list[str]) -> str | None:
+    """"serve" for `sgl-omni serve ...`, the script of `python examples/x.py ...`, else None."""
+    if len(argv) > 1 and Path(str(argv[0])).name == upstream_facts.OMNI_CLI and argv[1] == "serve":
+        return "serve"
+    return next((w for w in argv[1:] if str(w).endswith(".py")), None)
 
 
 def check_launch(target: Target, argv: list[str], env: dict, others=()) -> list[str]:
     """Problems of a launch command (and its environment) for `target`'s argument definitions."""
-    script = next((w for w in argv[1:] if w.endswith(".py")), None)
+    script = _omni_launcher(argv) if target.repo == "sglang-omni" else None
     table = _options(target, script)
-    where = "ServerArgs (python/sglang/srt/server_args.py, arg_groups/fields/*.py)" if target.repo == "sglang" \
-        else f"the argparse of {script}"
+    if target.repo == "sglang":
+        where = "ServerArgs (python/sglang/srt/server_args.py, arg_groups/fields/*.py)"
+    elif script == "serve":
+        where = f"`{upstream_facts.OMNI_CLI} serve` ({upstream_facts.OMNI_FILES['cli']})"
+    else:
+        where = f"the argparse of {script}"
     if not table:
         return [f"launch: {target.label} has no known launcher for {shlex.join(map(str, argv[:3]))}"]
-    out = [f"launch flag {flag} {why} in {target.label} {where}{_history(flag, target, others)}"
-           for flag, why in upstream_args.check_argv(argv, table)]
+    if script == "serve":
+        serve = target.facts["cli"]["serve"]
+        problems = upstream_args.check_typer_argv(list(map(str, argv[2:])), table, serve.get("stage_overrides"),
+                                                  serve.get("extra_args", False))
+    else:
+        problems = upstream_args.check_argv(argv, table)
+    out = [f"launch flag {flag} {why} in {target.label} {where}{_history(flag, target, others, script)}"
+           for flag, why in problems]
     out += [f"launch env {name}: not an environment variable of {target.label} (srt/environ.py)"
             for name in env if name.startswith("SGLANG_") and target.env and name not in target.env]
     return out

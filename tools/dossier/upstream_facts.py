@@ -37,9 +37,17 @@ SGLANG_ARG_FOLDER = "python/sglang/srt/arg_groups/fields/"
 OMNI_FILES = {
     "protocol": "sglang_omni/serve/protocol.py",
     "speech_service": "sglang_omni/serve/speech_service.py",
+    "cli": "sglang_omni/cli/serve.py",          # `sgl-omni serve` ([project.scripts] sgl-omni = sglang_omni.cli:app)
+    "cli_app": "sglang_omni/cli/__init__.py",   # registers serve, with its context_settings
+    "config_schema": "sglang_omni/config/schema.py",
+    "config_compat": "sglang_omni/config/compat.py",  # dotted stage overrides with the implied stages. prefix
+    "qwen3_omni_config": "sglang_omni/models/qwen3_omni/config.py",
+    "init": "sglang_omni/__init__.py",  # __version__: which release's spelling a pinned commit has
 }
 OMNI_MODELS = ("ChatCompletionRequest", "ChatCompletionStreamResponse", "CreateSpeechRequest")
+# Example launchers with an argparse of their own (before #1070 made them wrappers over presets).
 OMNI_LAUNCHERS = ("examples/run_qwen3_omni_speech_server.py", "examples/run_qwen3_omni_server.py")
+OMNI_CLI = "sgl-omni"
 
 
 def _parse(source: str | None) -> ast.Module | None:
@@ -252,19 +260,84 @@ def function_params(source: str | None, qualname: str) -> dict[str, dict]:
     return out
 
 
+def _conditions(node, local: dict[str, ast.AST]) -> list[dict]:
+    """The request conditions a test stands for: `request.x` -> {x: True}, `request.x == "v"` -> {x: "v"};
+    a local name assigned from them (`stream = request.stream or request.stream_format == "sse"`)
+    stands for each of its `or` members."""
+    if isinstance(node, ast.Attribute):
+        return [{node.attr: True}]
+    if (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
+            and isinstance(node.left, ast.Attribute) and isinstance(node.comparators[0], ast.Constant)):
+        return [{node.left.attr: node.comparators[0].value}]
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        return [c for v in node.values for c in _conditions(v, local)]
+    if isinstance(node, ast.Name) and node.id in local:
+        return _conditions(local.pop(node.id), local)
+    return []
+
+
 def request_rules(source: str | None) -> list[dict]:
-    """`if request.<flag> and <field> != "<value>"` refusals -> {"when": {flag: true}, "require": {field: value}}."""
+    """`if <request condition> and <field> != "<value>"` refusals -> {"when": {flag: value}, "require": {field: value}}."""
     out = []
-    for node in ast.walk(_parse(source) or ast.Module(body=[], type_ignores=[])):
-        if not (isinstance(node, ast.If) and isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)
-                and len(node.test.values) == 2):
+    for fn in ast.walk(_parse(source) or ast.Module(body=[], type_ignores=[])):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        flag, cmp = node.test.values
-        if (isinstance(flag, ast.Attribute) and isinstance(cmp, ast.Compare) and len(cmp.ops) == 1
-                and isinstance(cmp.ops[0], ast.NotEq) and isinstance(cmp.left, ast.Name)
-                and isinstance(cmp.comparators[0], ast.Constant)):
-            out.append({"when": {flag.attr: True}, "require": {cmp.left.id: cmp.comparators[0].value}})
+        local = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                 for t in n.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(fn):
+            if not (isinstance(node, ast.If) and isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)
+                    and len(node.test.values) == 2):
+                continue
+            flag, cmp = node.test.values
+            if (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], ast.NotEq)
+                    and isinstance(cmp.left, ast.Name) and isinstance(cmp.comparators[0], ast.Constant)):
+                for when in _conditions(flag, dict(local)):
+                    rule = {"when": when, "require": {cmp.left.id: cmp.comparators[0].value}}
+                    if rule not in out:
+                        out.append(rule)
     return out
+
+
+def constant_set(source: str | None, name: str) -> list | None:
+    """A module-level `NAME = frozenset({...})` (or a literal set, list or tuple), sorted; None when absent."""
+    for stmt in (_parse(source) or ast.Module(body=[], type_ignores=[])).body:
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and stmt.targets[0].id == name):
+            value = stmt.value
+            if isinstance(value, ast.Call) and _call_name(value) in ("frozenset", "set") and value.args:
+                value = value.args[0]
+            try:
+                return sorted(_const(value), key=str)
+            except (KeyError, TypeError):
+                return None
+    return None
+
+
+def stage_overrides(read: Reader) -> dict | None:
+    """What `sgl-omni serve --<stage>.<field> value` may write (0.1.4 on): Qwen3-Omni's stage names with
+    the stage classes that build them, the pipeline's top-level fields and the stage schema."""
+    f = OMNI_FILES
+    if "def canonicalize_dotted_key" not in (read(f["config_compat"]) or ""):
+        return None  # no implied-prefix stage overrides in this version
+    stages: dict[str, list[str]] = {}
+    for node in ast.walk(_parse(read(f["qwen3_omni_config"])) or ast.Module(body=[], type_ignores=[])):
+        if isinstance(node, ast.Call) and _call_name(node).endswith("StageConfig"):
+            name = _kwargs(node).get("name")
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                stages.setdefault(name.value, [])
+                if _call_name(node) not in stages[name.value]:
+                    stages[name.value].append(_call_name(node))
+    schema_source = read(f["config_schema"])
+    roots = sorted({c for classes in stages.values() for c in classes})
+    pipeline = models(schema_source, ["PipelineConfig"])["classes"].get("PipelineConfig", {})
+    # `engine.*` exists only on stage types that declare `engine_stage: ClassVar[bool] = True`
+    engine = sorted(n.name for n in (_parse(schema_source) or ast.Module(body=[], type_ignores=[])).body
+                    if isinstance(n, ast.ClassDef) and any(
+                        isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
+                        and st.target.id == "engine_stage" and isinstance(st.value, ast.Constant)
+                        and st.value.value is True for st in n.body))
+    return {"stages": {k: sorted(v) for k, v in sorted(stages.items())}, "engine_stages": engine,
+            "top_fields": sorted(pipeline.get("fields", {})), "schema": models(schema_source, roots)}
 
 
 def digest(source: str | None) -> str | None:
@@ -293,14 +366,30 @@ def sglang_contract(read: Reader, paths) -> dict:
 
 
 def omni_contract(read: Reader) -> dict:
-    """sglang-omni's: the OpenAI-style models, the speech refusals, each Qwen3-Omni launcher's options."""
+    """sglang-omni's: the OpenAI-style models, the speech refusals, `sgl-omni serve`'s options and stage
+    overrides, and each example launcher that still has an argparse of its own."""
     from . import upstream_args
 
     f = OMNI_FILES
+    command = upstream_args.typer_command(read(f["cli_app"]), "serve")
+    cli = {}
+    if command is not None:
+        cli["serve"] = {**command, "options": upstream_args.typer_options(read(f["cli"]), "serve", f["cli"]),
+                        "stage_overrides": stage_overrides(read)}
+    launchers = {p: upstream_args.options({p: s}) for p in OMNI_LAUNCHERS if (s := read(p))}
+    formats = constant_set(read(f["protocol"]), "SUPPORTED_TTS_RESPONSE_FORMATS")
+    version = next((stmt.value.value for stmt in (_parse(read(f["init"])) or ast.Module(body=[], type_ignores=[])).body
+                    if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__version__"
+                                                            for t in stmt.targets)
+                    and isinstance(stmt.value, ast.Constant)), None)
     return {
+        "version": version,
         "models": {f["protocol"]: models(read(f["protocol"]), OMNI_MODELS)},
         "rules": {"CreateSpeechRequest": request_rules(read(f["speech_service"]))},
-        "launchers": {p: upstream_args.options({p: s}) for p in OMNI_LAUNCHERS if (s := read(p))},
+        "allowed": {"CreateSpeechRequest": {"response_format": formats}} if formats else {},
+        "cli": cli,
+        "launchers": {p: t for p, t in launchers.items() if t},  # a wrapper over a preset declares none
+        "digests": {f["protocol"]: digest(read(f["protocol"]))},
     }
 
 
