@@ -81,9 +81,10 @@ def upstream_targets(which: str | None) -> dict:
         if which in ("auto", "release"):
             try:
                 release = contracts.installed_release(root, repo)
-            except contracts.ReleaseMissing:
-                if which == "release":
-                    raise
+            except contracts.ReleaseMissing as exc:
+                if which == "release":  # refused when a request for this repo arrives (see refusal)
+                    out[repo] = exc
+                    continue
         out[repo] = [release] if release else [contracts.load_pinned(root, repo)]
         if repo == "sglang":
             out["release"] = release  # judges the pin's realtime events (contracts._event_model)
@@ -121,7 +122,10 @@ class StandIn:
         call = SimpleNamespace(kind=kind, method="WS" if events else "POST", path=path, body=body,
                                files=files or {}, events=events or [])
         repo = "sglang-omni" if kind == "speech" or (kind == "chat" and self.serves == "sglang-omni") else "sglang"
-        for target in self.targets.get(repo, []):
+        targets = self.targets.get(repo, [])
+        if isinstance(targets, Exception):
+            return f"stand-in: upstream={repo} release is not installed: {targets}"
+        for target in targets:
             problems = contracts.check_call(target, call, strict=False, release=self.targets.get("release"))
             if problems:
                 return problems[0]
