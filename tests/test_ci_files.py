@@ -124,10 +124,11 @@ def test_local_hook_is_the_published_hook_via_scripts_check():
 
 def test_the_test_command_brings_and_requires_the_upstream_contract():
     bootstrap = (ROOT / "scripts/bootstrap").read_text(encoding="utf-8")
-    assert "'.[dev,contract]'" in bootstrap and "--no-deps" in bootstrap and '"sglang==$sglang"' in bootstrap
+    assert "'.[dev,contract]'" in bootstrap and "--no-deps" in bootstrap and '"$repo==$version"' in bootstrap
+    assert "for repo in sglang sglang-omni; do" in bootstrap and '--target ".venv/upstream/$repo-$version"' in bootstrap
     assert 'sha256sum pyproject.toml' in bootstrap  # the pins live there, so a change re-installs
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert pyproject["tool"]["dossier"]["contract"]["sglang"]
+    assert pyproject["tool"]["dossier"]["contract"]["sglang"] and pyproject["tool"]["dossier"]["contract"]["sglang-omni"]
     assert {r.split("=")[0].rstrip(">") for r in pyproject["project"]["optional-dependencies"]["contract"]} \
         == {"pydantic", "msgspec", "openai"}
     assert "export DOSSIER_REQUIRE_UPSTREAM=1" in (ROOT / "scripts/test").read_text(encoding="utf-8")

@@ -21,6 +21,7 @@ from .config import Config
 from .errors import DossierError
 from .evidence import file_lines, line_hash, load_lock
 from .fsio import write_atomic
+from .upstream_args import typer_options
 
 TREES_DIR = "references/trees"
 PRESENT = 0.8  # the share of a card's added lines that must stand for `present`
@@ -226,7 +227,8 @@ def list_release(config: Config, wheel_path: str, repo: str | None = None) -> tu
     else:
         arg_src = {n: wheel.read(n) or "" for n in wheel.names if n.startswith("sglang_omni/cli/") and n.endswith(".py")}
         env_src = "\n".join(wheel.read(n) or "" for n in wheel.names if n.startswith("sglang_omni/") and n.endswith(".py"))
-        flags = set()
+        # `sgl-omni serve` is typer: most of its options are spelt from parameter names, not quoted
+        flags = set(typer_options(wheel.read("sglang_omni/cli/serve.py"), "serve", "sglang_omni/cli/serve.py"))
         cfg = {n: wheel.read(n) or "" for n in wheel.names if n.endswith(".py") and
                (n.startswith("sglang_omni/config/") or re.fullmatch(r"sglang_omni/models/[^/]+/config\.py", n))}
         fields = _config_fields(cfg)
