@@ -18,7 +18,7 @@ _STATUS = re.compile(
     r"|without a description|description (?:is|was) empty|read from the diff"
     r"|(?:not|never) (?:found )?in the (?:search )?corpus|corpus (?:has|holds|had) no (?:thread|description)"
     r"|no (?:PR )?thread (?:was |could be )?found|thread (?:was|is) not (?:found|read)"
-    r"|thread (?:was|is) (?:missing|unavailable)|(?:search|issues) corpus|the corpus)\b",
+    r"|thread (?:was|is) (?:missing|unavailable)|(?:search|issues) corpus|the corpus(?![ -](?:WER|CER|level)))\b",
     re.IGNORECASE)
 _JUDGED = ("Motivation", "Key implementation", "Validation", "Risk")
 
