@@ -38,6 +38,9 @@ class Rule:
     doc: str
     func: Callable
     background: bool = False  # waits on subprocesses: run in a thread alongside the others
+    # KnowledgeBase properties the rule reads that wait on a subprocess: `check` starts
+    # computing them in a thread before anything else, so the wait overlaps the other rules.
+    prefetch: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -47,7 +50,7 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, scope: str = "card", background: bool = False):
+def rule(code: str, name: str, scope: str = "card", background: bool = False, prefetch: tuple[str, ...] = ()):
     """Register a rule; its docstring's first line is the summary, the rest the docs page."""
 
     def wrap(func: Callable[..., Iterable[Finding]]):
@@ -55,7 +58,7 @@ def rule(code: str, name: str, scope: str = "card", background: bool = False):
         summary, _, rest = doc.partition("\n")
         if code in RULES:
             raise RuntimeError(f"duplicate rule code {code}")
-        RULES[code] = Rule(code, name, scope, summary.strip(), _dedent(rest), func, background)
+        RULES[code] = Rule(code, name, scope, summary.strip(), _dedent(rest), func, background, tuple(prefetch))
         return func
 
     return wrap

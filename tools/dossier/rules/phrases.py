@@ -48,13 +48,18 @@ def placeholder(ctx, card):
     """
     if not _PLACEHOLDER_FAST.search(card.text.lower()):
         return  # the common case: one scan of the whole card
-    fenced = False
+    fenced, prose = False, []
     for number, line in enumerate(card.text.split("\n"), start=1):
         if is_fence(line):
             fenced = not fenced
             continue
-        if fenced:
-            continue
+        if not fenced:
+            prose.append((number, line))
+    # A match within one line is a match in the lines joined by newlines, so one scan of
+    # the prose rules most cards out (an excerpt's `...` elision is what passed the first).
+    if not _PLACEHOLDER.search("\n".join(line for _, line in prose)):
+        return
+    for number, line in prose:
         m = _PLACEHOLDER.search(line)
         if m:
             yield _f(ctx, card, number, "P001", f"placeholder left in card: {m.group(0).strip()!r}", m.start() + 1)
@@ -163,6 +168,7 @@ def stock_phrase(ctx, card):
     Stock Validation openers ("No test was added", "the diff adds no test, so ...")
     count too: say what does exercise this change, and how.
     """
+    prose = []
     for name in JUDGEMENT:
         sec = card.sections.get(name)
         if sec is None:
@@ -172,8 +178,12 @@ def stock_phrase(ctx, card):
             if is_fence(line):
                 fenced = not fenced
                 continue
-            if fenced:
-                continue
-            m = _STOCK.search(_CODE_SPAN.sub(" ", line))
-            if m:
-                yield _f(ctx, card, number, "P008", f"stock phrase {m.group(0).strip()!r}: say what this diff did")
+            if not fenced:
+                prose.append((number, _CODE_SPAN.sub(" ", line) if "`" in line else line))
+    # _STOCK matches nothing that spans a newline: one scan of the joined lines rules most cards out.
+    if not _STOCK.search("\n".join(line for _, line in prose)):
+        return
+    for number, line in prose:
+        m = _STOCK.search(line)
+        if m:
+            yield _f(ctx, card, number, "P008", f"stock phrase {m.group(0).strip()!r}: say what this diff did")
