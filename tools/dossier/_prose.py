@@ -38,7 +38,15 @@ def normalize_sentence(sentence: str) -> str:
     return " ".join(_shape_words(sentence))
 
 
+# What any _BLANKABLE match needs: a backtick, a digit, or a `/_.` that a word character
+# follows (through `[\w./-]`, as the path alternative's closing \b demands); a sentence
+# without one (a full stop before a space does not count) is its own shape, lower-cased.
+_MAY_BLANK = re.compile(r"[`\d_]|[/.][\w./-]*\w")
+
+
 def _shape_words(sentence: str) -> list[str]:
+    if _MAY_BLANK.search(sentence) is None:
+        return sentence.lower().split()
     return _BLANKABLE.sub(" x ", sentence).lower().split()
 
 
@@ -102,8 +110,7 @@ def shingles(sents: list[Sentence], k: int = SHINGLE_WORDS) -> dict[str, set[str
     out = {}
     crc = zlib.crc32
     for name, w in words.items():
-        grams = set(map(" ".join, zip(*(w[i:] for i in range(k))))) if len(w) >= k else set()
-        out[name] = {g for g in grams if not crc(g.encode()) & 3}
+        out[name] = {g for g in map(" ".join, zip(*(w[i:] for i in range(k)))) if not crc(g.encode()) & 3}
     return out
 
 

@@ -6,8 +6,6 @@ import json
 
 import click
 
-from ..find import format_text, load_index, search
-from ..kb import KnowledgeBase
 from ._base import config_at, root_option
 
 
@@ -18,6 +16,9 @@ from ._base import config_at, root_option
 @root_option
 def command(query, limit, fmt, root):
     """Rank playbook entries, cards and files for a symptom, e.g. `dossier find "Qwen3-VL video OOM"`."""
+    from ..find import format_text, load_index, search  # imported here: every other command starts faster
+    from ..kb import KnowledgeBase
+
     ctx = KnowledgeBase(config_at(root))
     found = search(load_index(ctx), " ".join(query), limit)
     click.echo(json.dumps(found, indent=1) if fmt == "json" else format_text(found))

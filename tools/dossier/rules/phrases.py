@@ -22,6 +22,20 @@ _PLACEHOLDER_FAST = re.compile(
     r"todo|tbd|fixme|xxx|lorem ipsum|write me|fill (?:me|in) later|<fill|<!--\s*dossier:|^\s*\.\.\.\s*$",
     re.MULTILINE,
 )
+# _PLACEHOLDER_FAST taken apart: its literal alternatives as substrings, its two others by
+# regexes that run only when their literal part is there (one alternation regex over every
+# card's whole text costs more than all of these together).
+_FAST_LITERALS = ("todo", "tbd", "fixme", "xxx", "lorem ipsum", "write me", "fill me later", "fill in later", "<fill")
+_FAST_COMMENT = re.compile(r"<!--\s*dossier:")
+_FAST_ELISION = re.compile(r"^\s*\.\.\.\s*$", re.MULTILINE)
+
+
+def _fast_placeholder(low: str) -> bool:
+    """Whether `_PLACEHOLDER_FAST.search(low)` would match."""
+    return (any(w in low for w in _FAST_LITERALS) or ("<!--" in low and _FAST_COMMENT.search(low) is not None)
+            or ("..." in low and _FAST_ELISION.search(low) is not None))
+
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
 _STOP = set(
     "the a an and or of to in for on with by from this that these those is are was were be been it its as at "
@@ -47,8 +61,8 @@ def placeholder(ctx, card):
     `dossier new` leaves `<!-- dossier: ... -->` comments and empty sections; a card
     is done when none of them remain. TODO, TBD, FIXME, XXX and lorem ipsum also fire.
     """
-    if not _PLACEHOLDER_FAST.search(card.text.lower()):
-        return  # the common case: one scan of the whole card
+    if not _fast_placeholder(card.text.lower()):
+        return  # the common case: a few substring scans of the whole card
     fenced, prose = False, []
     for number, line in enumerate(card.text.split("\n"), start=1):
         if is_fence(line):
