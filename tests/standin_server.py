@@ -103,13 +103,15 @@ class StandIn:
     def __init__(self, *, delay: float = 0.0, status: int | None = None, wrong: bool = False,
                  healthy: bool = True, transcript: str = "the quick brown fox jumps over the lazy dog",
                  websocket: bool = False, seam_glitch: bool = False, audio_delay: float = 0.0,
-                 audio_in_video: str = "hears", upstream: str | None = "auto"):
+                 audio_in_video: str = "hears", upstream: str | None = "auto",
+                 version: str = "0.5.23.dev7+g1a2b3c4d5e6f"):
         self.delay, self.status, self.wrong, self.healthy = delay, status, wrong, healthy
         self.transcript, self.websocket = transcript, websocket
         self.voice, self.audio_delay = Voice(seam_glitch), audio_delay
         self.hears_video_audio = {"hears": True, "drops": False}[audio_in_video]
         self.targets = upstream_targets(upstream)
         self.requests: list[dict] = []  # what the lanes sent, for assertions
+        self.version = version  # what /server_info reports, as sglang's setuptools-scm version does
 
     def refusal(self, kind: str, path: str, body: dict, files: dict | None = None, events=None) -> str | None:
         """Upstream's reason to refuse this request (first problem), or None when it would accept it."""
@@ -241,6 +243,8 @@ def _handler(server: StandIn):
                 return self._json(200 if server.healthy else 503, {"status": "healthy" if server.healthy else "starting"})
             if self.path == "/v1/models":
                 return self._json(200, {"object": "list", "data": [{"id": "stand-in", "object": "model"}]})
+            if self.path == "/server_info":  # sglang's: ServerArgs fields plus `version`
+                return self._json(200, {"model_path": "stand-in", "tp_size": 1, "version": server.version})
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self):

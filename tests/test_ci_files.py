@@ -140,3 +140,16 @@ def test_a_weekly_workflow_publishes_the_watch_report():
     steps = wf["jobs"]["watch"]["steps"]
     assert any("dossier watch --format json" in str(s.get("run", "")) for s in steps)
     assert any(str(s.get("uses", "")).startswith("actions/upload-artifact") for s in steps)
+
+
+def test_the_check_command_installs_only_what_check_needs():
+    assert "./scripts/bootstrap check" in (ROOT / "scripts/check").read_text(encoding="utf-8")
+    bootstrap = (ROOT / "scripts/bootstrap").read_text(encoding="utf-8")
+    check_branch = bootstrap.split('if [ "$mode" = check ]; then', 1)[1].split("fi", 1)[0]
+    assert "pip install -q -e .\n" in check_branch and "sglang" not in check_branch
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    core = {re.split(r"[<>=;\s]", r)[0].lower() for r in pyproject["project"]["dependencies"]}
+    assert not core & {"pygithub", "jiwer", "websockets"}  # extras: github, lanes
+    extras = pyproject["project"]["optional-dependencies"]
+    assert "PyGithub>=2.3" in extras["github"] and {"jiwer>=3.0", "websockets>=12.0"} <= set(extras["lanes"])
+    assert pyproject["project"]["license"] == {"text": "Apache-2.0"} and (ROOT / "LICENSE").is_file()

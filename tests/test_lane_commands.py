@@ -5,30 +5,11 @@ from __future__ import annotations
 import json
 
 from test_playbook import GOOD, findings, make_kb
+from test_script_links import CARD
 
 from dossier.lane_options import lane_options
 from dossier.rules.lane_commands import lane_invocations
 
-CARD = """\
----
-repo: sglang
-pr: 16366
-title: "x"
-state: merged
-merged: 2026-01-01
-url: https://github.com/sgl-project/sglang/pull/16366
-families: [qwen3-vl]
-kind: perf
-lanes: []
----
-
-# x
-
-## Validation
-
-Start the server, then run
-{line}
-"""
 
 
 def test_invocations_read_inline_spans_that_wrap_and_fenced_blocks():

@@ -24,6 +24,13 @@ from dossier import contracts  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _pin(repo: str) -> str:
+    """The short pinned SHA of a repo, as the contract messages print it."""
+    from dossier.config import load_config
+
+    return load_config(ROOT).repo(repo).pinned[:12]
+
+
 @lru_cache(maxsize=None)
 def target(repo: str, which: str) -> contracts.Target:
     if which == "pinned":
@@ -140,7 +147,7 @@ def test_wrong_type_or_unknown_key_fails_naming_lane_and_model(lane_id, change, 
         assert_contract(lane_id, which, _mutated(lane_id, change))
     message = str(exc.value)
     assert f"lane {lane_id}: " in message and model in message and words in message
-    assert ("pinned 3c69a4c74452" if which == "pinned" else "sglang 0.5.23") in message
+    assert (f"pinned {_pin('sglang')}" if which == "pinned" else "sglang 0.5.23") in message
 
 
 def test_websocket_event_mistakes_fail_naming_the_event_model():
@@ -155,7 +162,7 @@ def test_websocket_event_mistakes_fail_naming_the_event_model():
 def test_sglang_omni_request_mistakes_fail_naming_the_model():
     calls = _mutated("omni-speech", lambda b: b.update(modalities="audio", voice_id="x"))
     message = "\n".join(contract_problems("omni-speech", "pinned", calls))
-    assert "lane omni-speech: " in message and "sglang-omni pinned c631dc955669 ChatCompletionRequest" in message
+    assert "lane omni-speech: " in message and f"sglang-omni pinned {_pin('sglang-omni')} ChatCompletionRequest" in message
     assert "modalities: expected list[str] | None" in message and "voice_id: unknown key" in message
     speech = [__import__("copy").deepcopy(c) for c in built_calls("omni-speech", "--endpoint", "speech")]
     assert contract_problems("omni-speech", "pinned", speech) == []
@@ -181,7 +188,7 @@ def test_removed_flag_fails_saying_where_it_vanished(patched_command):
     message = "\n".join(contract_problems("vl-long-video-chunked", "release"))
     assert ("lane vl-long-video-chunked: launch flag --keep-mm-feature-on-device unrecognized in sglang 0.5.23 "
             "ServerArgs") in message
-    assert "sglang pinned 3c69a4c74452 has it, so it vanished between the pin and 0.5.23" in message
+    assert f"sglang pinned {_pin('sglang')} has it, so it vanished between the pin and 0.5.23" in message
 
 
 @pytest.mark.parametrize("which", ["pinned", "release"])
@@ -196,7 +203,7 @@ def test_misspelt_flag_or_bad_choice_fails(patched_command, which):
 def test_sglang_omni_launcher_flag_mistake_fails(patched_command):
     patched_command("omni-speech", lambda cmd: cmd + ["--gpu-talkr", "1"])
     message = "\n".join(contract_problems("omni-speech", "pinned"))
-    assert ("lane omni-speech: launch flag --gpu-talkr unrecognized in sglang-omni pinned c631dc955669 the argparse "
+    assert (f"lane omni-speech: launch flag --gpu-talkr unrecognized in sglang-omni pinned {_pin('sglang-omni')} the argparse "
             "of examples/run_qwen3_omni_speech_server.py") in message
 
 

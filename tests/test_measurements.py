@@ -99,7 +99,7 @@ def test_run_records_exactly_what_the_script_wrote(mkb, tmp_path):
     listing = json.loads(_run(mkb, "repro", "list", "--format", "json").output)
     assert listing == [{"script": "playbook/repros/fake.py", "subject": "sglang#42", "technique": "one copy instead of many",
                         "state": "fresh", "record": "references/measurements/sglang/42.json",
-                        "speedup": "7.59x time, peak memory -50%",
+                        "speedup": "7.6x faster, peak memory -50%",
                         "measured": "2026-11-30"}]
 
 
@@ -165,7 +165,7 @@ def test_card_block_is_written_by_build_and_checked(mkb):
     assert [c for c, _ in found] == ["M003"]
     build(KnowledgeBase(load_config(mkb)))
     text = card.read_text()
-    assert "## Measured on H200" in text and "| 8 items | items=8 | 26.6 | 3.51 | 7.59x |" in text
+    assert "## Measured on H200" in text and "| 8 items | items=8 | 26.6 | 3.51 | 7.6x faster |" in text
     assert "NVIDIA H200, torch 2.11.0, CUDA 13.0, transformers 5.17.0" in text
     assert text.startswith(CARD.rstrip("\n"))  # the hand-written part is untouched
     assert _codes(mkb, ["M003", "M004"]) == []
@@ -216,5 +216,24 @@ def test_find_results_carry_the_speedup(mkb):
     res = _run(mkb, "find", "one copy", "--format", "json")
     assert res.exit_code == 0, res.output
     card = next(r for r in json.loads(res.output)["results"] if r["id"] == "sglang/42")
-    assert card["measured"] == {"speedup": "7.59x time, peak memory -50%", "measured": "2026-11-30",
+    assert card["measured"] == {"speedup": "7.6x faster, peak memory -50%", "measured": "2026-11-30",
                                 "device": "NVIDIA H200"}
+
+
+def test_a_slowdown_reads_as_slower_everywhere():
+    from dossier.measurements import headline, ratio_text
+
+    assert [ratio_text(x) for x in (0.289, 7.588, 1.002)] == ["3.5x slower", "7.6x faster", "same speed"]
+    case = {"speedup": 0.289, "peak_mib_before": 2587, "peak_mib_after": 2224}
+    assert headline({"cases": [case, dict(case, speedup=0.313)]}) == "3.2-3.5x slower, peak memory -14%"
+    assert headline({"cases": [{"speedup": 0.68}, {"speedup": 1.12}]}) == "1.5x slower to 1.1x faster"
+    from dossier.measurements import render_block
+
+    record = {"subject": "sglang#1", "technique": "release the copies", "measured": "2026-11-30",
+              "script": "playbook/repros/x.py", "script_sha256": "0" * 64,
+              "device": {"gpu": "NVIDIA H200", "torch": "2.11", "cuda": "13.0", "transformers": "5"},
+              "cases": [dict(case, name="32 frames", shape={"frames": 32}, before_ms=109.0, after_ms=378.0,
+                             max_abs_err=0.0)]}
+    block = render_block(record)
+    assert "| 3.5x slower |" in block and "0.289x" not in block
+    assert "\nTechnique reproduced: release the copies. Inputs" in block  # a sentence, not a fragment

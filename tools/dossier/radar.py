@@ -210,6 +210,9 @@ def load_or_fail(config: Config, when_missing: str, hint: str = ""):
 
 def refresh(config: Config, api_url: str | None = None) -> RefreshReport:
     """Ask GitHub for the state of every numbered entry; return the new text and a report."""
+    from .extras import require
+
+    require("github", "dossier radar --refresh")
     import requests
     from github.GithubException import GithubException
 

@@ -170,6 +170,38 @@ def _all_hashes(wheel: Wheel, files: dict[str, str]) -> set[str]:
     return out
 
 
+# The package file each wheel must hold, and the largest member we read (server_args.py is
+# ~200 KB; a zip bomb's member is gigabytes).
+_MARKER = {"sglang": "sglang/srt/server_args.py", "sglang-omni": "sglang_omni/"}
+_MAX_MEMBER = 16 * 1024 * 1024
+
+
+def _check_wheel(wheel: Wheel, listing: Path) -> None:
+    """Refuse, before anything is overwritten, a wheel that is empty, not the package, of another
+    version than its file name says, or a zip bomb."""
+    from email.parser import HeaderParser
+
+    where = f"{wheel.path}"
+    marker = _MARKER[wheel.repo]
+    if not any(n == marker or (marker.endswith("/") and n.startswith(marker) and n.endswith(".py"))
+               for n in wheel.names):
+        raise DossierError(f"{where}: not a {wheel.repo} wheel ({len(wheel.names)} files, no {marker}); "
+                           f"{listing} left as it is")
+    if wheel._zip is not None:
+        big = next((i for i in wheel._zip.infolist() if i.file_size > _MAX_MEMBER), None)
+        if big is not None:
+            raise DossierError(f"{where}: {big.filename} unpacks to {big.file_size:,} bytes; refusing it")
+    meta = next((n for n in wheel.names if n.endswith(".dist-info/METADATA") and n.count("/") == 1), None)
+    if meta is None:
+        return
+    headers = HeaderParser().parsestr(wheel.read(meta) or "")
+    name = (headers.get("Name") or "").lower().replace("_", "-")
+    version = headers.get("Version")
+    if (name and name != wheel.repo) or (version and version != wheel.version):
+        raise DossierError(f"{where}: METADATA names {headers.get('Name')} {headers.get('Version')}, "
+                           f"not {wheel.repo} {wheel.version}; {listing} left as it is")
+
+
 def list_release(config: Config, wheel_path: str, repo: str | None = None) -> tuple[Path, dict]:
     """Write references/trees/<repo>-release.json from a released wheel (read as files; nothing runs)."""
     from .trees import symbol_targets
@@ -178,6 +210,7 @@ def list_release(config: Config, wheel_path: str, repo: str | None = None) -> tu
     if repo and repo != wheel.repo:
         raise DossierError(f"{wheel_path}: a {wheel.repo} wheel, not {repo}")
     repo = wheel.repo
+    _check_wheel(wheel, listing_path(config.root, repo).relative_to(config.root))
     config.repo(repo)
     files = wheel.repo_paths()
     paths = sorted(files)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import DossierError
-from ._base import config_at, exit_for, root_option
+from ._base import config_at, exit_for, root_option, working
 
 
 @click.group()
@@ -18,13 +18,13 @@ def repro():
 
 
 @repro.command("list")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format.")
 @root_option
 def repro_list(fmt, root):
     """List the repro scripts with their subject, record state and measured speedups."""
     from .. import measurements as ms
 
-    config = config_at(root)
+    config = config_at(root, reading=True)
     recs = ms.records(config.root)
     rows = []
     for script in ms.scripts(config.root):
@@ -47,7 +47,7 @@ def repro_list(fmt, root):
 @root_option
 def repro_record(raw_files, root):
     """File raw records written on the device (`script.py --out X.json`) under references/measurements/."""
-    config = config_at(root)
+    config = config_at(root, reading=True)
     failed = sum(not _file_one_record(config, Path(raw)) for raw in raw_files)
     exit_for(failed, len(raw_files))
 
@@ -80,22 +80,25 @@ def repro_run(names, python, out_dir, quick, timeout, root):
 
     from .. import measurements as ms
 
-    config = config_at(root)
+    config = config_at(root, reading=True)
     chosen = [s for s in ms.scripts(config.root) if not names or any(n in s.rel for n in names)]
     if not chosen:
         raise DossierError(f"no repro script matches {' '.join(names)}")
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="dossier-repro-"))
     work.mkdir(parents=True, exist_ok=True)
     failed = 0
-    for script in chosen:
+    for i, script in enumerate(chosen, 1):
         raw = work / f"{script.path.stem}.json"
         cmd = [python, str(script.path), "--out", str(raw)] + (["--quick"] if quick else [])
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=config.root)
+            with working(f"[{i}/{len(chosen)}] {script.rel}"):
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=config.root)
         except subprocess.TimeoutExpired:
             failed += 1
             click.echo(f"dossier: error: {script.rel}: ran past {timeout:.0f} s", err=True)
             continue
+        except OSError as exc:  # --python names no interpreter: every script would fail the same way
+            raise DossierError(f"cannot run {python}: {exc.strerror}") from None
         if proc.returncode != 0:
             failed += 1
             tail = (proc.stderr or proc.stdout).strip().splitlines()

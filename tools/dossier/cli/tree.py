@@ -10,7 +10,7 @@ from ._base import config_at, root_option
 
 @click.command("tree")
 @click.argument("repo")
-@click.option("--clone", envvar="DOSSIER_CLONE", default=None, help="Local git clone (or bare git dir).")
+@click.option("--clone", envvar="DOSSIER_CLONE", show_envvar=True, default=None, help="Local git clone (or bare git dir).")
 @click.option("--ref", default=None, help="Ref to list (default: the repo's pinned SHA, else HEAD).")
 @click.option("--wheel", default=None, type=click.Path(exists=True),
               help="List a released wheel (file or unpacked directory) instead: paths, symbols, CLI flags, env vars, "

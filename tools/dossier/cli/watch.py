@@ -17,7 +17,8 @@ from ._base import config_at, root_option
 @click.option("--api-url", default=None, help="GitHub API root (default: GITHUB_API_URL or api.github.com).")
 @click.option("--index-url", default=None, help="Package index root (default: DOSSIER_INDEX_URL or pypi.org).")
 @click.option("--skip", multiple=True, type=click.Choice(["prs", "releases", "radar"]), help="Leave a question out.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text for people, json for scripts (the weekly workflow keeps the json report).")
 @root_option
 def command(clones, ref, api_url, index_url, skip, fmt, root):
     """Report merged PRs on the families' paths with no card or exclusion, newer releases and radar changes."""

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 
 def format_text(found: dict) -> str:
+    if not found["results"]:
+        return f"Nothing matches {found['query']!r}; try other words for the symptom (a file, a flag, a model)."
     lines = ["Files to open first:"]
     for i, f in enumerate(found["top_files"][:5], 1):
         was = f"  (was {f['was']}; now this)" if f.get("was") else ""
         lines.append(f"  {i}. {f['path']}" + (f"  [{f['repo']}]" if f["repo"] != "sglang" else "") + was)
     lines.append("")
     for i, r in enumerate(found["results"], 1):
-        lines.append(f"{i:>2}. {r['kind']:<5} {r['id']}  ({r['score']})")
+        lines.append(f"{i:>2}. {r['kind']:<5} {r['id']}")
         lines.append(f"      {r.get('symptom') or r.get('title')}")
         if r["files"]:
             syms = r.get("symbols", {})
