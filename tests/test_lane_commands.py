@@ -61,3 +61,12 @@ def test_l034_fires_on_a_playbook_measure_with_an_unknown_option(kb):
                              'measure: "peak memory: python playbook/lanes/vl_video.py --concurency 8"'))
     out = findings(kb, "L034")
     assert [f.code for f in out] == ["L034"] and "unknown option --concurency" in out[0].message
+
+
+def test_l033_fires_when_the_lane_itself_refuses_the_options(kb):
+    line = "`python playbook/lanes/omni_speech.py --server-url <url> --media-dir <your clips>`."
+    out = findings(_card(kb, line), "L033")
+    assert [f.code for f in out] == ["L033"] and "--media-dir does not apply" in out[0].message
+    # A placeholder alone is never the lane's complaint.
+    ok = "`python playbook/lanes/omni_speech.py --server-url <the server> --gpus 2`."
+    assert findings(_card(kb, ok), "L033") == []

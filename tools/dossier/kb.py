@@ -324,6 +324,18 @@ class KnowledgeBase:
         return lane_options(self.root)
 
     @cached_property
+    def lane_command_verdicts(self) -> dict[str, str | None]:
+        """The `--dry-run` verdict of every lane command the cards' Validation and the playbook's
+        `measure` give (dossier.lane_options), computed in one batch."""
+        from .lane_options import command_verdicts, lane_invocations
+
+        texts = [c.sections["Validation"].text for c in self.cards if "Validation" in c.sections]
+        texts += [f"`{e['measure']}`" for e in self.playbook.entries if isinstance(e.get("measure"), str)]
+        commands = [(script, args) for t in texts for _, script, args in lane_invocations(t)
+                    if script in self.lane_options and "options" in self.lane_options[script]]
+        return command_verdicts(self.root, commands)
+
+    @cached_property
     def pinned_paths(self) -> dict[str, set[str]]:
         """Per repo: the paths of the tree listing at the pinned SHA (references/trees/<repo>.txt)."""
         out: dict[str, set[str]] = {}
