@@ -78,7 +78,7 @@ def _check(ctx, text: str):
             yield offset, f"{script} refuses these options (its --dry-run says: {refusal})"
 
 
-@rule("L033", "lane-command-invalid")
+@rule("L033", "lane-command-invalid", prefetch=("lane_options", "lane_command_verdicts"))
 def lane_command_invalid(ctx, card):
     """A card's Validation runs a lane with an option the lane does not take today.
 
@@ -100,7 +100,7 @@ def lane_command_invalid(ctx, card):
         yield Finding(ctx.rel(card.path), number, offset - line_start + 1, "L033", message)
 
 
-@rule("L034", "playbook-lane-command-invalid", scope="project")
+@rule("L034", "playbook-lane-command-invalid", scope="project", prefetch=("lane_options", "lane_command_verdicts"))
 def playbook_lane_command_invalid(ctx):
     """A playbook entry's `measure` runs a lane with an option the lane does not take today."""
     from ..yamlio import line_of
