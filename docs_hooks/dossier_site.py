@@ -51,6 +51,22 @@ def _newest_first(path: str):
     return (0, -int(stem), path) if stem.isdigit() else (1, 0, path)
 
 
+CARDS_PER_BAND = 40
+
+
+def _bands(paths: list[str]) -> list:
+    """Cards in bands of at most CARDS_PER_BAND ('#35336-#31301'): with navigation.prune a card page
+    carries only its own band of the navigation, not every card of the repo."""
+    if len(paths) <= CARDS_PER_BAND:
+        return paths
+    out = []
+    for i in range(0, len(paths), CARDS_PER_BAND):
+        band = paths[i:i + CARDS_PER_BAND]
+        first, last = Path(band[0]).stem, Path(band[-1]).stem
+        out.append({f"#{first}-#{last}" if first != last else f"#{first}": band})
+    return out
+
+
 def _nav(pages: dict[str, str]) -> list:
     def under(prefix: str) -> list[str]:
         index = f"{prefix}/index.md"
@@ -59,8 +75,8 @@ def _nav(pages: dict[str, str]) -> list:
 
     cards = ["cards/index.md", {"Card format": "card-format.md"}]
     for repo in sorted({p.split("/")[1] for p in pages if p.startswith("cards/") and p.count("/") == 2}):
-        mine = [p for p in pages if p.startswith(f"cards/{repo}/")]
-        cards.append({repo: sorted(mine, key=_newest_first)})
+        mine = sorted((p for p in pages if p.startswith(f"cards/{repo}/")), key=_newest_first)
+        cards.append({repo: _bands(mine)})
     nav = [
         {"Home": "index.md"},
         {"Playbook": under("playbook")},

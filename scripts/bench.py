@@ -70,30 +70,35 @@ def _scramble(text: str, seed: int) -> str:
 
 
 def synthetic_kb(n: int, distinct: bool = True) -> Path:
-    """Copy the knowledge base and renumber its cards until there are n of them."""
+    """Copy the knowledge base and renumber its cards (of every repo, in turn) until there
+    are n cards in all; a copy stays in its card's repo, with its lock renumbered too."""
     tmp = Path(tempfile.mkdtemp(prefix="dossier-bench-"))
     for name in ("dossier.toml", "SKILL.md"):
         shutil.copy(ROOT / name, tmp / name)
     for name in ("playbook", "references"):
         shutil.copytree(ROOT / name, tmp / name)
-    cards = sorted((ROOT / "references/cards/sglang").glob("*.md"))
+    cards = sorted((ROOT / "references/cards").glob("*/*.md"))
     from dossier.evidence import lock_digest, write_lock
 
     made, k = len(cards), 0
     while made < n:
         src = cards[k % len(cards)]
-        pr = 900000 + made
-        lock = json.loads((ROOT / f"references/evidence/sglang/{src.stem}.json").read_text())
+        repo, pr = src.parent.name, 900000 + made
+        lock_src = ROOT / f"references/evidence/{repo}/{src.stem}.json"
+        k += 1
+        if not lock_src.is_file():
+            continue
+        lock = json.loads(lock_src.read_text())
         lock["pr"], lock["url"] = pr, re.sub(r"/pull/\d+", f"/pull/{pr}", lock["url"])
         lock["lock_sha256"] = lock_digest(lock)
-        write_lock(tmp / f"references/evidence/sglang/{pr}.json", lock)
+        write_lock(tmp / f"references/evidence/{repo}/{pr}.json", lock)
         text = src.read_text()
         text = re.sub(r"^pr: \d+", f"pr: {pr}", text, count=1, flags=re.M)
         text = re.sub(r"/pull/\d+", f"/pull/{pr}", text, count=1)
         if distinct:
             text = _scramble(text, pr)
-        (tmp / f"references/cards/sglang/{pr}.md").write_text(text)
-        made, k = made + 1, k + 1
+        (tmp / f"references/cards/{repo}/{pr}.md").write_text(text)
+        made += 1
     return tmp
 
 
@@ -112,7 +117,9 @@ def main() -> int:
         subprocess.run([*DOSSIER, "build", "--root", str(tmp)], env=env, capture_output=True)
         res = subprocess.run([*DOSSIER, "check", "--root", str(tmp), "--format", "json"], env=env,
                              capture_output=True, text=True)
-        count = len(json.loads(res.stdout or "[]"))
+        if res.returncode == 2 or not res.stdout.strip():
+            raise SystemExit(f"dossier check failed on the synthetic base: {res.stderr.strip()[-300:]}")
+        count = len(json.loads(res.stdout))
         t = timed([*DOSSIER, "check", "--root", str(tmp)], env=env)
         shutil.rmtree(tmp / ".dossier-cache", ignore_errors=True)
         start = time.perf_counter()

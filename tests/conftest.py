@@ -50,11 +50,11 @@ def upstream(tmp_path) -> UpstreamRepo:
 
 
 def registry_without_pins() -> str:
-    """The shipped registry minus the upstream pins and former paths: test repositories
+    """The shipped registry minus the upstream and release pins and former paths: test repositories
     have neither those SHAs nor those PRs (tests of pins and former paths add their own)."""
     text = (ROOT / "dossier.toml").read_text(encoding="utf-8")
     text = text.split("\n# Former paths:", 1)[0] + "\n"
-    return "\n".join(l for l in text.splitlines() if not l.startswith("pinned")) + "\n"
+    return "\n".join(l for l in text.splitlines() if not l.startswith(("pinned", "release"))) + "\n"
 
 
 @pytest.fixture

@@ -6,8 +6,10 @@ Knobs make it slow, fail with a status, answer wrongly, never become healthy, or
 audio track of a video (as Qwen3-Omni's processor does when it ignores use_audio_in_video).
 
 Bodies are refused (400) the way upstream refuses them: each is checked with upstream's own
-request models (dossier.contracts: the installed sglang release when there is one, else the
-pinned facts), leniently, so keys upstream ignores are ignored here too.
+request models (dossier.contracts: the installed sglang 0.5.23 or sglang-omni 0.1.9 release
+when there is one, else the pinned facts), leniently, so keys upstream ignores are ignored
+here too. serves="sglang-omni" judges chat requests with sglang-omni's models (speech
+requests always are).
 """
 
 from __future__ import annotations
@@ -73,16 +75,19 @@ def upstream_targets(which: str | None) -> dict:
     if which is None:
         return {}
     root = Path(__file__).resolve().parents[1]
-    out = {"sglang-omni": [contracts.load_pinned(root, "sglang-omni")]}
-    release = None
-    if which in ("auto", "release"):
-        try:
-            release = contracts.load_release(str(contracts.release_folder(contracts.release_version(root))))
-        except contracts.ReleaseMissing:
-            if which == "release":
-                raise
-    out["sglang"] = [release] if release else [contracts.load_pinned(root, "sglang")]
-    out["release"] = release
+    out = {}
+    for repo in contracts.RELEASE_REPOS:
+        release = None
+        if which in ("auto", "release"):
+            try:
+                release = contracts.installed_release(root, repo)
+            except contracts.ReleaseMissing as exc:
+                if which == "release":  # refused when a request for this repo arrives (see refusal)
+                    out[repo] = exc
+                    continue
+        out[repo] = [release] if release else [contracts.load_pinned(root, repo)]
+        if repo == "sglang":
+            out["release"] = release  # judges the pin's realtime events (contracts._event_model)
     return out
 
 
@@ -104,20 +109,26 @@ class StandIn:
     def __init__(self, *, delay: float = 0.0, status: int | None = None, wrong: bool = False,
                  healthy: bool = True, transcript: str = "the quick brown fox jumps over the lazy dog",
                  websocket: bool = False, seam_glitch: bool = False, audio_delay: float = 0.0,
-                 seam_gap: int = 0, audio_in_video: str = "hears", upstream: str | None = "auto"):
+                 seam_gap: int = 0, audio_in_video: str = "hears", upstream: str | None = "auto", serves: str = "sglang",
+                 version: str = "0.5.23.dev7+g1a2b3c4d5e6f"):
         self.delay, self.status, self.wrong, self.healthy = delay, status, wrong, healthy
         self.transcript, self.websocket = transcript, websocket
         self.voice, self.audio_delay = Voice(seam_glitch, seam_gap), audio_delay
         self.hears_video_audio = {"hears": True, "drops": False}[audio_in_video]
         self.targets = upstream_targets(upstream)
+        self.serves = {"sglang": "sglang", "sglang-omni": "sglang-omni"}[serves]
         self.requests: list[dict] = []  # what the lanes sent, for assertions
+        self.version = version  # what /server_info reports, as sglang's setuptools-scm version does
 
     def refusal(self, kind: str, path: str, body: dict, files: dict | None = None, events=None) -> str | None:
         """Upstream's reason to refuse this request (first problem), or None when it would accept it."""
         call = SimpleNamespace(kind=kind, method="WS" if events else "POST", path=path, body=body,
                                files=files or {}, events=events or [])
-        repo = "sglang-omni" if kind == "speech" else "sglang"
-        for target in self.targets.get(repo, []):
+        repo = "sglang-omni" if kind == "speech" or (kind == "chat" and self.serves == "sglang-omni") else "sglang"
+        targets = self.targets.get(repo, [])
+        if isinstance(targets, Exception):
+            return f"stand-in: upstream={repo} release is not installed: {targets}"
+        for target in targets:
             problems = contracts.check_call(target, call, strict=False, release=self.targets.get("release"))
             if problems:
                 return problems[0]
@@ -242,6 +253,8 @@ def _handler(server: StandIn):
                 return self._json(200 if server.healthy else 503, {"status": "healthy" if server.healthy else "starting"})
             if self.path == "/v1/models":
                 return self._json(200, {"object": "list", "data": [{"id": "stand-in", "object": "model"}]})
+            if self.path == "/server_info":  # sglang's: ServerArgs fields plus `version`
+                return self._json(200, {"model_path": "stand-in", "tp_size": 1, "version": server.version})
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
         def do_POST(self):

@@ -218,6 +218,9 @@ BREAKAGES = {
                          "S001"),
     "card-field-type": ("references/cards/sglang/42.md", lambda t: t.replace("families: [qwen3-vl]", "families: 3"),
                         "S002"),
+    "card-symptoms-type": ("references/cards/sglang/42.md", lambda t: t.replace("symptoms: []", "symptoms: 5"), "S002"),
+    "card-nested-list": ("references/cards/sglang/42.md",
+                         lambda t: t.replace("lanes: [vl-single-image]", "lanes: [{a: 1}]"), "S002"),
     "lock-truncated": ("references/evidence/sglang/42.json", lambda t: t[: len(t) // 2], "S008"),
     "radar-unparsable": ("references/radar.yaml", lambda t: "items: [\n" + t, "R001"),
     "playbook-unparsable": ("playbook/symptoms/image.yaml", lambda t: t.replace("cards: [sglang/42]", "cards: [sglang/42"),
@@ -448,3 +451,323 @@ def test_m004_looks_only_at_measurement_values(mkb, tmp_path):
                                  "```\nbuf = alloc(165)\n```\n"), encoding="utf-8")
     found = [(f.line, f.message) for f in findings(mkb, select=["M004"])]
     assert [m.split(" ")[0] for _, m in found] == ["26.65"], found
+
+
+# ---- 7. inputs normalised at the door --------------------------------------------------------
+
+import zipfile  # noqa: E402
+
+from site_harness import DIFF  # noqa: E402
+
+TITLE = "Fuse window attention in the Qwen2.5-VL vision tower"
+
+
+def fetch_diff(kb: Path, diff: bytes, tmp_path: Path, *extra: str, pr: str = "101"):
+    path = tmp_path / "pr.diff"
+    path.write_bytes(diff)
+    return run_cli("fetch", "sglang", pr, "--diff", str(path), "--title", TITLE, "--merged", "2026-01-02",
+                   *extra, "--root", str(kb))
+
+
+def test_a_crlf_diff_is_read_as_lf(kb, tmp_path):
+    code, out = fetch_diff(kb, DIFF.replace("\n", "\r\n").encode(), tmp_path)
+    assert code == 0, out
+    lock = json.loads((kb / "references/evidence/sglang/101.json").read_text(encoding="utf-8"))
+    [f] = lock["files"]
+    assert f["path"] == "python/sglang/srt/models/qwen2_5_vl.py" and f["status"] == "modified", f
+    crlf_sha = lock["diff_sha256"]
+    code, out = fetch_diff(kb, DIFF.encode(), tmp_path)
+    assert code == 0 and out.startswith("unchanged"), out
+    assert json.loads((kb / "references/evidence/sglang/101.json").read_text(encoding="utf-8"))["diff_sha256"] == crlf_sha
+
+
+def test_fetch_diff_over_an_existing_different_lock_needs_force(kb, tmp_path):
+    assert fetch_diff(kb, DIFF.encode(), tmp_path)[0] == 0
+    lock = kb / "references/evidence/sglang/101.json"
+    before = lock.read_bytes()
+    other = DIFF.replace("return blocks(x)", "return blocks(x) * 2")
+    code, out = fetch_diff(kb, other.encode(), tmp_path)
+    one_error_line(code, out, "already exists", "--force")
+    assert lock.read_bytes() == before
+    code, out = fetch_diff(kb, other.encode(), tmp_path, "--force")
+    assert code == 0 and out.startswith("wrote"), out
+
+
+@pytest.mark.parametrize("url", ["http://user:s3cr3t-token@127.0.0.1:9/api", "https://:s3cr3t-token@api.example/",
+                                 "http://s3cr3t-token@127.0.0.1:9"])
+def test_credentials_in_the_api_url_are_refused_and_never_printed(kb, url, monkeypatch):
+    monkeypatch.delenv("GITHUB_API_URL", raising=False)
+    code, out = run_cli("fetch", "sglang", "101", "--source", "github", "--api-url", url, "--root", str(kb))
+    one_error_line(code, out, "credentials")
+    assert "s3cr3t" not in out
+    assert not (kb / "references/evidence/sglang/101.json").exists()
+    code, out = run_cli("radar", "--refresh", "--api-url", url, "--root", str(kb))
+    assert code != 0 and "s3cr3t" not in out and "Traceback" not in out, out
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://host/x", "http://[::1"])
+def test_a_bad_api_url_is_one_line(kb, url):
+    code, out = run_cli("fetch", "sglang", "101", "--source", "github", "--api-url", url, "--root", str(kb))
+    one_error_line(code, out, "URL")
+
+
+def _zip(path: Path, members: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in members.items():
+            z.writestr(name, text)
+    return path
+
+
+@pytest.mark.parametrize("members", [
+    {},
+    {"numpy/__init__.py": "", "numpy-9.9.9.dist-info/METADATA": "Name: numpy\nVersion: 9.9.9\n"},
+    {"sglang/srt/server_args.py": "class ServerArgs:\n    x: A[str] = None\n",
+     "sglang-9.9.8.dist-info/METADATA": "Metadata-Version: 2.1\nName: sglang\nVersion: 9.9.8\n"},
+    {"sglang/srt/server_args.py": "#" * (17 * 1024 * 1024)},
+], ids=["empty", "foreign", "other-version", "zip-bomb"])
+def test_an_empty_or_foreign_wheel_is_refused_before_anything_is_overwritten(kb, tmp_path, members):
+    listing = kb / "references/trees/sglang-release.json"
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text('{"repo": "sglang", "version": "0.5.23", "paths": ["python/sglang/srt/x.py"]}\n')
+    before = listing.read_bytes()
+    wheel = _zip(tmp_path / "sglang-9.9.9-py3-none-any.whl", members)
+    code, out = run_cli("tree", "sglang", "--wheel", str(wheel), "--root", str(kb))
+    one_error_line(code, out, str(wheel))
+    assert listing.read_bytes() == before
+
+
+def test_new_refuses_a_mislabelled_lock(kb, tmp_path):
+    assert fetch_diff(kb, DIFF.encode(), tmp_path, pr="10323")[0] == 0
+    (kb / "references/evidence/sglang/10323.json").rename(kb / "references/evidence/sglang/99999.json")
+    code, out = run_cli("new", "sglang", "99999", "--root", str(kb))
+    one_error_line(code, out, "sglang#10323", "not sglang#99999")
+    assert not (kb / "references/cards/sglang/99999.md").exists()
+
+
+# ---- 8. one line, never a traceback; signals -------------------------------------------------
+
+import signal  # noqa: E402
+import socket  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
+from lane_harness import subprocess_env  # noqa: E402
+
+DOSSIER = [sys.executable, "-c", "from dossier.cli import main; main()"]
+LANE = [sys.executable, str(ROOT / "playbook/lanes/asr_offline.py"), "--lane-id", "asr-offline", "--requests", "1",
+        "--warmup", "0"]
+
+
+def tool_env() -> dict:
+    return subprocess_env(PYTHONPATH=str(ROOT / "tools"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Reply(BaseHTTPRequestHandler):
+    """GET /health is 200; every POST gets `self.server.reply` (bytes written raw, or an HTTP body)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        raw, body = self.server.reply
+        if raw:
+            self.wfile.write(body)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def replying():
+    """A loopback server whose POST reply a test sets: (raw?, bytes)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Reply)
+    server.reply = (False, b"")
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def run_lane_once(*extra: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*LANE, *extra], capture_output=True, text=True, timeout=timeout, env=subprocess_env())
+
+
+def lane_error_line(res: subprocess.CompletedProcess, *needles: str) -> None:
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr + res.stdout, res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert "error:" in line and all(n in line for n in needles), line
+    assert "latency" not in res.stdout.lower() and "FAIL" not in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://127.0.0.1:1", "http://[::1"])
+def test_lane_with_a_server_url_that_is_no_url(url):
+    lane_error_line(run_lane_once("--server-url", url), "--server-url")
+
+
+def test_lane_with_an_unbalanced_server_cmd():
+    lane_error_line(run_lane_once("--launch", "--server-cmd", "python -m 'sglang"), "--server-cmd")
+
+
+@pytest.mark.parametrize("reply,needle", [
+    ((True, b"\x00\x01garbage that is not HTTP\r\n\r\n"), "HTTP"),
+    ((False, os.urandom(512).replace(b"data:", b"")), "not an event stream"),
+    ((False, b'data: [1, 2]\n\ndata: [DONE]\n\n'), "not a JSON object"),
+    ((False, b'data: {"choices": 5}\n\ndata: [DONE]\n\n'), "not what the lane expects"),
+], ids=["not-http", "random-bytes", "sse-list", "sse-wrong-shape"])
+def test_lane_given_replies_of_the_wrong_shape(replying, reply, needle):
+    """A 200 of random bytes or events of the wrong shape is an error, never a measured FAIL."""
+    replying.reply = reply
+    url = f"http://127.0.0.1:{replying.server_address[1]}"
+    res = subprocess.run([sys.executable, str(ROOT / "playbook/lanes/vl_image.py"), "--lane-id", "vl-single-image",
+                          "--requests", "1", "--warmup", "0", "--server-url", url, "--timeout", "5"],
+                         capture_output=True, text=True, timeout=60, env=subprocess_env())
+    lane_error_line(res)
+    assert needle in res.stderr, res.stderr
+
+
+def test_a_non_json_github_reply_is_one_line(kb, monkeypatch):
+    class Html(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = b"<html>a proxy's login page</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Html)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
+    monkeypatch.setenv("DOSSIER_GITHUB_BACKOFF", "0.001")
+    monkeypatch.setenv("DOSSIER_CACHE", str(kb / "cache"))
+    try:
+        code, out = run_cli("fetch", "sglang", "5", "--source", "github", "--api-url",
+                            f"http://127.0.0.1:{server.server_address[1]}", "--root", str(kb))
+    finally:
+        server.shutdown()
+        server.server_close()
+    one_error_line(code, out, "not a pull request")
+
+
+def test_repro_run_with_a_missing_interpreter_is_one_line(mkb):
+    code, out = run_cli("repro", "run", "--python", "/nonexistent/python", "--root", str(mkb))
+    one_error_line(code, out, "/nonexistent/python")
+
+
+def test_lanes_run_refuses_a_registry_script_outside_the_repository(kb, tmp_path):
+    outside = tmp_path / "evil.py"
+    outside.write_text("print('ran')\n")
+    registry = kb / "playbook/lanes.yaml"
+    registry.write_text("lanes:\n  - id: evil\n    title: T\n    script: ../evil.py\n", encoding="utf-8")
+    code, out = run_cli("lanes", "run", "evil", "--root", str(kb))
+    one_error_line(code, out, "outside the repository")
+    assert "ran" not in out.replace("dossier: error:", "")
+
+
+def test_an_unexpected_exception_is_one_line_not_a_traceback(kb, monkeypatch):
+    import dossier.build
+
+    def boom(ctx):
+        raise RuntimeError("a bug\nwith two lines")
+
+    monkeypatch.setattr(dossier.build, "build", boom)
+    code, out = run_cli("build", "--root", str(kb))
+    one_error_line(code, out, "internal error: RuntimeError: a bug", "DOSSIER_DEBUG")
+
+
+def test_sigint_is_one_line_and_exit_130(kb):
+    hang = socket.socket()
+    hang.bind(("127.0.0.1", 0))
+    hang.listen(8)  # accepts the connection, never answers
+    try:
+        proc = subprocess.Popen([*DOSSIER, "fetch", "sglang", "5", "--source", "github", "--api-url",
+                                 f"http://127.0.0.1:{hang.getsockname()[1]}", "--root", str(kb)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=tool_env())
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        hang.close()
+    assert proc.returncode == 130, err
+    assert err.strip() == "dossier: interrupted", err
+
+
+def _pid_server(tmp_path: Path, healthy: bool) -> str:
+    """A --server-cmd that records its pid, then is never healthy, or healthy and never answers a POST."""
+    script = tmp_path / "server.py"
+    script.write_text(f"""
+import os, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+open({str(tmp_path / 'pid')!r}, 'w').write(str(os.getpid()))
+if not {healthy}:
+    time.sleep(600)
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        self.send_response(200); self.send_header('Content-Length', '2'); self.end_headers(); self.wfile.write(b'ok')
+    def do_POST(self):
+        time.sleep(600)
+HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
+""")
+    return f"{sys.executable} {script} {{port}}"
+
+
+def _wait_for(path: Path, seconds: float = 30) -> int:
+    deadline = time.monotonic() + seconds
+    while not path.exists() or not path.read_text():
+        assert time.monotonic() < deadline, "the launched server never started"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def _gone(pid: int, seconds: float = 30) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("sig,healthy,via_dossier", [
+    (signal.SIGTERM, False, False), (signal.SIGINT, True, False), (signal.SIGTERM, True, True),
+], ids=["sigterm-while-waiting-for-health", "sigint-while-measuring", "sigterm-to-dossier-lanes-run"])
+def test_a_signal_stops_the_launched_server(tmp_path, sig, healthy, via_dossier):
+    lane_args = ["--launch", "--server-cmd", _pid_server(tmp_path, healthy), "--port", str(free_port()),
+                 "--health-timeout", "120", "--log-dir", str(tmp_path / "logs"), "--timeout", "600"]
+    argv = ([*DOSSIER, "lanes", "run", "asr-offline", "--root", str(ROOT), "--", "--requests", "1", "--warmup", "0",
+             *lane_args] if via_dossier else [*LANE, *lane_args])
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=tool_env())
+    try:
+        pid = _wait_for(tmp_path / "pid")
+        time.sleep(1.0 if healthy else 0.3)  # measuring: the POST is in flight
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _gone(pid), "the launched server outlived the lane"
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err, err

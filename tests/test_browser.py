@@ -92,3 +92,16 @@ def test_search_finds_a_card_by_a_symbol_from_its_excerpt(served, browser, tmp_p
     browser.save_screenshot(str(tmp_path / "search.png"))
     assert "Fuse window attention" in hit.text
     assert (tmp_path / "search.png").stat().st_size > 1000
+
+
+def test_a_family_page_fits_1400_px(served, browser):
+    browser.set_window_size(1400, 900)
+    browser.get(f"{served}/families/index.html")
+    link = WebDriverWait(browser, 30).until(EC.presence_of_element_located(
+        (By.CSS_SELECTOR, "article a[href$='.html']:not([href*='index'])")))
+    browser.get(link.get_attribute("href"))
+    WebDriverWait(browser, 30).until(EC.presence_of_element_located((By.CSS_SELECTOR, "article table")))
+    overflow = browser.execute_script(
+        "return [...document.querySelectorAll('article table')].map(t => t.scrollWidth - t.parentElement.clientWidth)")
+    assert overflow and max(overflow) <= 1, overflow
+    assert browser.execute_script("return document.documentElement.scrollWidth") <= 1400

@@ -124,10 +124,33 @@ def test_local_hook_is_the_published_hook_via_scripts_check():
 
 def test_the_test_command_brings_and_requires_the_upstream_contract():
     bootstrap = (ROOT / "scripts/bootstrap").read_text(encoding="utf-8")
-    assert "'.[dev,contract]'" in bootstrap and "--no-deps" in bootstrap and '"sglang==$sglang"' in bootstrap
+    assert "'.[dev,contract]'" in bootstrap and "--no-deps" in bootstrap and '"$repo==$version"' in bootstrap
+    assert "for repo in sglang sglang-omni; do" in bootstrap and '--target ".venv/upstream/$repo-$version"' in bootstrap
     assert 'sha256sum pyproject.toml' in bootstrap  # the pins live there, so a change re-installs
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert pyproject["tool"]["dossier"]["contract"]["sglang"]
+    assert pyproject["tool"]["dossier"]["contract"]["sglang"] and pyproject["tool"]["dossier"]["contract"]["sglang-omni"]
     assert {r.split("=")[0].rstrip(">") for r in pyproject["project"]["optional-dependencies"]["contract"]} \
         == {"pydantic", "msgspec", "openai"}
     assert "export DOSSIER_REQUIRE_UPSTREAM=1" in (ROOT / "scripts/test").read_text(encoding="utf-8")
+
+
+def test_a_weekly_workflow_publishes_the_watch_report():
+    wf = load(".github/workflows/watch.yml")
+    triggers = wf.get("on") or wf.get(True)
+    assert triggers["schedule"][0]["cron"].split()[-1] == "1"  # weekly
+    steps = wf["jobs"]["watch"]["steps"]
+    assert any("dossier watch --format json" in str(s.get("run", "")) for s in steps)
+    assert any(str(s.get("uses", "")).startswith("actions/upload-artifact") for s in steps)
+
+
+def test_the_check_command_installs_only_what_check_needs():
+    assert "./scripts/bootstrap check" in (ROOT / "scripts/check").read_text(encoding="utf-8")
+    bootstrap = (ROOT / "scripts/bootstrap").read_text(encoding="utf-8")
+    check_branch = bootstrap.split('if [ "$mode" = check ]; then', 1)[1].split("fi", 1)[0]
+    assert "pip install -q -e .\n" in check_branch and "sglang" not in check_branch
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    core = {re.split(r"[<>=;\s]", r)[0].lower() for r in pyproject["project"]["dependencies"]}
+    assert not core & {"pygithub", "jiwer", "websockets"}  # extras: github, lanes
+    extras = pyproject["project"]["optional-dependencies"]
+    assert "PyGithub>=2.3" in extras["github"] and {"jiwer>=3.0", "websockets>=12.0"} <= set(extras["lanes"])
+    assert pyproject["project"]["license"] == {"text": "Apache-2.0"} and (ROOT / "LICENSE").is_file()

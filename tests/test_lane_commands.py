@@ -5,30 +5,11 @@ from __future__ import annotations
 import json
 
 from test_playbook import GOOD, findings, make_kb
+from test_script_links import CARD
 
 from dossier.lane_options import lane_options
 from dossier.rules.lane_commands import lane_invocations
 
-CARD = """\
----
-repo: sglang
-pr: 16366
-title: "x"
-state: merged
-merged: 2026-01-01
-url: https://github.com/sgl-project/sglang/pull/16366
-families: [qwen3-vl]
-kind: perf
-lanes: []
----
-
-# x
-
-## Validation
-
-Start the server, then run
-{line}
-"""
 
 
 def test_invocations_read_inline_spans_that_wrap_and_fenced_blocks():
@@ -80,3 +61,12 @@ def test_l034_fires_on_a_playbook_measure_with_an_unknown_option(kb):
                              'measure: "peak memory: python playbook/lanes/vl_video.py --concurency 8"'))
     out = findings(kb, "L034")
     assert [f.code for f in out] == ["L034"] and "unknown option --concurency" in out[0].message
+
+
+def test_l033_fires_when_the_lane_itself_refuses_the_options(kb):
+    line = "`python playbook/lanes/omni_speech.py --server-url <url> --media-dir <your clips>`."
+    out = findings(_card(kb, line), "L033")
+    assert [f.code for f in out] == ["L033"] and "--media-dir does not apply" in out[0].message
+    # A placeholder alone is never the lane's complaint.
+    ok = "`python playbook/lanes/omni_speech.py --server-url <the server> --gpus 2`."
+    assert findings(_card(kb, ok), "L033") == []

@@ -1,8 +1,8 @@
-"""Every lane's requests and launch against upstream: the pinned commits and the sglang release.
+"""Every lane's requests and launch against upstream: the pinned commits and the releases.
 
 Requests come from the lanes' own builders (Lane.calls, server_command, engine_kwargs) and
-are checked with upstream's request models (the release wheel's pydantic/msgspec classes, or
-the pinned facts in references/trees/*.contract.json). Strict: a key upstream would silently
+are checked with upstream's request models (the sglang 0.5.23 and sglang-omni 0.1.9 wheels'
+pydantic/msgspec classes, or the pinned facts in references/trees/*.contract.json). Strict: a key upstream would silently
 ignore fails too, since the lane then measures something other than it says. A failure names
 the lane, the upstream version and the model.
 """
@@ -24,40 +24,47 @@ from dossier import contracts  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 
+
 @lru_cache(maxsize=None)
 def target(repo: str, which: str) -> contracts.Target:
     if which == "pinned":
         return contracts.load_pinned(ROOT, repo)
     try:
-        return contracts.load_release(str(contracts.release_folder(contracts.release_version(ROOT))))
+        return contracts.installed_release(ROOT, repo)
     except contracts.ReleaseMissing as exc:
         if os.environ.get("DOSSIER_REQUIRE_UPSTREAM"):
             pytest.fail(str(exc))
         pytest.skip(str(exc))
 
 
-def optional_release() -> contracts.Target | None:
+def pin(repo: str) -> str:
+    """The pinned commit as failure messages abbreviate it."""
+    return target(repo, "pinned").version[:12]
+
+
+def optional_release(repo: str = "sglang") -> contracts.Target | None:
     """The release when installed; the pinned checks use it where it helps but do not need it."""
     try:
-        return contracts.load_release(str(contracts.release_folder(contracts.release_version(ROOT))))
+        return contracts.installed_release(ROOT, repo)
     except contracts.ReleaseMissing:
         return None
 
 
 def others(repo: str, which: str) -> list:
     """The other version of the same repository, for 'appeared / vanished' in flag messages."""
-    if repo != "sglang":
-        return []
-    other = optional_release() if which == "pinned" else target(repo, "pinned")
+    other = optional_release(repo) if which == "pinned" else target(repo, "pinned")
     return [other] if other else []
 
 
 def version_args(lane_id: str, tgt: contracts.Target) -> list[str]:
-    """--sglang-version for lanes that spell flags per version: the release's, or current for the pin."""
+    """The version flag of lanes that spell flags per version: --sglang-version (the release's, or
+    current for the pin) and --omni-version (the release's, or the pinned commit's own version)."""
     lane, _ = new_lane(lane_id)
-    parser = sys.modules["_runner"].build_parser(lane)
-    if "--sglang-version" in parser._option_string_actions and not tgt.pinned:
+    options = sys.modules["_runner"].build_parser(lane)._option_string_actions
+    if "--sglang-version" in options and not tgt.pinned:
         return ["--sglang-version", tgt.version]
+    if "--omni-version" in options:
+        return ["--omni-version", tgt.facts["version"] if tgt.pinned else tgt.version]
     return []
 
 
@@ -90,8 +97,7 @@ def assert_contract(lane_id: str, which: str, calls: list | None = None) -> None
     assert not problems, "\n".join(problems)
 
 
-CASES = [(lid, which) for lid, lane in BY_ID.items()
-         for which in (("pinned", "release") if lane["repo"] == "sglang" else ("pinned",))]
+CASES = [(lid, which) for lid in BY_ID for which in ("pinned", "release")]
 
 
 @pytest.mark.parametrize("lane_id, which", CASES, ids=[f"{lid}-{w}" for lid, w in CASES])
@@ -106,10 +112,11 @@ def test_every_lane_is_checked_and_sends_something():
     assert {c.kind for c in built_calls("omni-speech", "--endpoint", "speech")} == {"speech"}
 
 
-def test_release_under_test_is_the_pinned_wheel():
-    release = target("sglang", "release")
-    assert release.version == contracts.release_version(ROOT)
-    listing = __import__("json").loads((ROOT / "references/trees/sglang-release.json").read_text())
+@pytest.mark.parametrize("repo", contracts.RELEASE_REPOS)
+def test_release_under_test_is_the_pinned_wheel(repo):
+    release = target(repo, "release")
+    assert release.version == contracts.release_version(ROOT, repo)
+    listing = __import__("json").loads((ROOT / f"references/trees/{repo}-release.json").read_text())
     assert listing["version"] == release.version  # the playbook's release notes speak of the same wheel
 
 
@@ -140,7 +147,7 @@ def test_wrong_type_or_unknown_key_fails_naming_lane_and_model(lane_id, change, 
         assert_contract(lane_id, which, _mutated(lane_id, change))
     message = str(exc.value)
     assert f"lane {lane_id}: " in message and model in message and words in message
-    assert ("pinned 3c69a4c74452" if which == "pinned" else "sglang 0.5.23") in message
+    assert (f"pinned {pin('sglang')}" if which == "pinned" else "sglang 0.5.23") in message
 
 
 def test_websocket_event_mistakes_fail_naming_the_event_model():
@@ -152,16 +159,35 @@ def test_websocket_event_mistakes_fail_naming_the_event_model():
     assert "'input_audio_buffer.done' is not handled" in message and "_CLIENT_EVENT_TYPES" in message
 
 
-def test_sglang_omni_request_mistakes_fail_naming_the_model():
-    calls = _mutated("omni-speech", lambda b: b.update(modalities="audio", voice_id="x"))
-    message = "\n".join(contract_problems("omni-speech", "pinned", calls))
-    assert "lane omni-speech: " in message and "sglang-omni pinned c631dc955669 ChatCompletionRequest" in message
-    assert "modalities: expected list[str] | None" in message and "voice_id: unknown key" in message
+@pytest.mark.parametrize("which", ["pinned", "release"])
+def test_sglang_omni_request_mistakes_fail_naming_lane_version_and_model(which):
+    label = f"sglang-omni pinned {pin('sglang-omni')}" if which == "pinned" else "sglang-omni 0.1.9"
+    calls = _mutated("omni-speech", lambda b: b.update(modalities="audio"))
+    message = "\n".join(contract_problems("omni-speech", which, calls))
+    assert f"lane omni-speech: POST /v1/chat/completions -> {label} ChatCompletionRequest" in message
+    assert "modalities: " in message and ("valid list" if which == "release" else "expected list[str] | None") in message
+    calls = _mutated("omni-speech", lambda b: b.update(voice_id="x"))  # ignored upstream: strict fails it
+    message = "\n".join(contract_problems("omni-speech", which, calls))
+    assert f"{label} ChatCompletionRequest" in message and "voice_id: unknown key of ChatCompletionRequest" in message
     speech = [__import__("copy").deepcopy(c) for c in built_calls("omni-speech", "--endpoint", "speech")]
-    assert contract_problems("omni-speech", "pinned", speech) == []
+    assert contract_problems("omni-speech", which, speech) == []
     speech[0].body["response_format"] = "wav"  # what the lane sent before: sglang-omni streams raw PCM only
+    message = "\n".join(contract_problems("omni-speech", which, speech))
+    assert f"{label} CreateSpeechRequest" in message and "must be 'pcm' when {'stream': True}" in message
+    speech[0].body.update(response_format="ogg", stream=False, speed="fast")
+    message = "\n".join(contract_problems("omni-speech", which, speech))
+    assert "response_format: 'ogg' is refused (allowed: ['aac', 'flac', 'mp3', 'opus', 'pcm', 'wav'])" in message
+    assert "speed: " in message
+
+
+def test_sse_speech_stream_needs_pcm_in_the_release_only():
+    """0.1.9 added stream_format; its speech service treats stream_format="sse" as a stream too."""
+    speech = [__import__("copy").deepcopy(c) for c in built_calls("omni-speech", "--endpoint", "speech")]
+    speech[0].body.update(stream=False, stream_format="sse", response_format="wav")
+    message = "\n".join(contract_problems("omni-speech", "release", speech))
+    assert "sglang-omni 0.1.9 CreateSpeechRequest" in message and "when {'stream_format': 'sse'}" in message
     message = "\n".join(contract_problems("omni-speech", "pinned", speech))
-    assert "CreateSpeechRequest" in message and "must be 'pcm' when {'stream': True}" in message
+    assert "stream_format: unknown key of CreateSpeechRequest" in message  # the pin has no such field
 
 
 @pytest.fixture
@@ -181,7 +207,7 @@ def test_removed_flag_fails_saying_where_it_vanished(patched_command):
     message = "\n".join(contract_problems("vl-long-video-chunked", "release"))
     assert ("lane vl-long-video-chunked: launch flag --keep-mm-feature-on-device unrecognized in sglang 0.5.23 "
             "ServerArgs") in message
-    assert "sglang pinned 3c69a4c74452 has it, so it vanished between the pin and 0.5.23" in message
+    assert f"sglang pinned {pin('sglang')} has it, so it vanished between the pin and 0.5.23" in message
 
 
 @pytest.mark.parametrize("which", ["pinned", "release"])
@@ -193,11 +219,59 @@ def test_misspelt_flag_or_bad_choice_fails(patched_command, which):
     assert "--mm-feature-transport value 'gpu' is not one of ['cpu', 'cuda_ipc', 'cuda_vmm']" in message
 
 
-def test_sglang_omni_launcher_flag_mistake_fails(patched_command):
-    patched_command("omni-speech", lambda cmd: cmd + ["--gpu-talkr", "1"])
-    message = "\n".join(contract_problems("omni-speech", "pinned"))
-    assert ("lane omni-speech: launch flag --gpu-talkr unrecognized in sglang-omni pinned c631dc955669 the argparse "
-            "of examples/run_qwen3_omni_speech_server.py") in message
+@pytest.mark.parametrize("which, extra, words", [
+    ("pinned", ["--talker-gpuu", "1"], "launch flag --talker-gpuu unrecognized in {label} `sgl-omni serve` "
+                                       "(sglang_omni/cli/serve.py)"),
+    ("pinned", ["--talker-gp", "1"], "launch flag --talker-gp unrecognized"),  # typer takes no abbreviations
+    ("pinned", ["--log-level", "loud"], "--log-level value 'loud' is not one of ['debug', 'info', 'warning'"),
+    ("pinned", ["--thinker.tp_size", "2"], "launch flag --thinker.tp_size unrecognized in {label}"),
+    ("release", ["--talker_ar.gpuu", "1"], "launch flag --talker_ar.gpuu is not a stage override the pipeline config "
+                                           "takes: 'gpuu' is not a field of EngineStageConfig"),
+    ("release", ["--talkr_ar.gpu", "1"], "--talkr_ar.gpu is not a stage override the pipeline config takes: does not "
+                                         "start from a stage name"),
+    ("release", ["--thinker.gpu", "0,1"], "--thinker.gpu is not a stage override the pipeline config takes: "
+                                          "value '0,1': expected int | list[int] | None"),
+    ("release", ["--code2wav.engine.mem_fraction_static", "0.1"], "engine.* exists only on engine stages "
+                                                                  "(EngineStageConfig); code2wav is a StageConfig"),
+    ("release", ["--talker-gpu", "1"], "launch flag --talker-gpu unrecognized in {label} `sgl-omni serve` "
+                                       "(sglang_omni/cli/serve.py); sglang-omni pinned {pin} has it, so it vanished "
+                                       "between the pin and 0.1.9"),
+])
+def test_sglang_omni_launch_mistake_fails_naming_lane_and_version(patched_command, which, extra, words):
+    patched_command("omni-speech", lambda cmd: cmd + extra)
+    label = f"sglang-omni pinned {pin('sglang-omni')}" if which == "pinned" else "sglang-omni 0.1.9"
+    message = "\n".join(contract_problems("omni-speech", which))
+    assert "lane omni-speech: " in message and words.format(label=label, pin=pin("sglang-omni")) in message
+
+
+@pytest.mark.parametrize("gpus", ["1", "2", "3"])
+@pytest.mark.parametrize("which", ["pinned", "release"])
+def test_every_omni_placement_meets_its_version(gpus, which):
+    tgt = target("sglang-omni", which)
+    argv, env, _ = launch("omni-speech", "--gpus", gpus, *version_args("omni-speech", tgt))
+    assert argv[:2] == ["sgl-omni", "serve"]
+    assert contracts.check_launch(tgt, argv, env) == []
+    other = target("sglang-omni", "release" if which == "pinned" else "pinned")
+    if gpus != "1":  # one GPU is --config --colocate in both; the others are spelt per version
+        assert contracts.check_launch(other, argv, env)
+
+
+@pytest.mark.parametrize("version, dotted", [(None, False), ("0.1.3", False), ("0.1.4", True), ("v0.1.9", True),
+                                             ("0.1.10rc1", True), ("0.1.3.post1", False)])
+def test_placement_spelling_follows_the_omni_version(version, dotted):
+    module = __import__("lane_harness").lane_module("omni-speech")
+    flags = module.placement_flags(2, version)
+    assert ("--thinker.tp_size" in flags) is dotted and ("--thinker-tp-size" in flags) is not dotted
+    assert (flags[flags.index("--code2wav.gpu" if dotted else "--code2wav-gpu") + 1]) == "0"  # #1235
+
+
+def test_omni_version_defaults_to_the_checkout_then_the_pin(tmp_path):
+    (tmp_path / "sglang_omni").mkdir()
+    (tmp_path / "sglang_omni" / "__init__.py").write_text('__version__ = "0.1.9"\n')
+    lane, args = new_lane("omni-speech", "--omni-root", str(tmp_path))
+    assert lane.omni_version(args) == ("0.1.9", "the --omni-root checkout")
+    lane, args = new_lane("omni-speech", "--omni-root", str(tmp_path / "missing"))
+    assert lane.omni_version(args)[0] == target("sglang-omni", "pinned").facts["version"] == "0.1.3"
 
 
 def test_engine_keyword_mistake_fails(monkeypatch):

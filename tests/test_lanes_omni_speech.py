@@ -60,7 +60,7 @@ def test_stalls_count_chunks_that_arrive_after_playback_ran_dry():
 
 
 def test_per_chunk_arrival_first_audio_and_stalls(tmp_path):
-    with StandIn(audio_delay=0.5) as server:
+    with StandIn(audio_delay=0.5, serves="sglang-omni") as server:
         res, result = run("--requests", "2", "--warmup", "0", server=server, out=tmp_path / "r.json")
     assert res.returncode == 0, res.stdout + res.stderr
     for sample in result["samples"]:
@@ -73,11 +73,11 @@ def test_per_chunk_arrival_first_audio_and_stalls(tmp_path):
 
 
 def test_a_click_between_chunks_fails_the_seam_check(tmp_path):
-    with StandIn() as server:
+    with StandIn(serves="sglang-omni") as server:
         res, result = run(server=server, out=tmp_path / "ok.json")
     assert res.returncode == 0, res.stdout + res.stderr
     assert result["summary"]["seam_worst"] < 1.5 and "worst seam" in result["check"]["message"]
-    with StandIn(seam_glitch=True) as server:
+    with StandIn(seam_glitch=True, serves="sglang-omni") as server:
         res, result = run(server=server, out=tmp_path / "click.json")
     assert res.returncode == 1 and "lane omni-speech: FAIL - seam score" in res.stdout
     assert "at join 1 of request" in result["check"]["message"] and result["summary"]["seam_worst"] > 10
@@ -98,11 +98,11 @@ def test_the_555_sample_gap_of_1355_fails_the_seam_check_and_the_fix_passes(tmp_
 
 
 def test_speech_wer_through_a_transcription_server(tmp_path):
-    with StandIn() as server:  # the stand-in hears back exactly the audio it spoke
+    with StandIn(serves="sglang-omni") as server:  # the stand-in hears back exactly the audio it spoke
         res, result = run("--asr-url", server.url, server=server, out=tmp_path / "r.json")
     assert res.returncode == 0, res.stdout + res.stderr
     assert result["summary"]["speech_wer"] == 0 and "speech WER 0.000" in result["check"]["message"]
-    with StandIn() as server, StandIn(transcript="something else entirely") as asr:
+    with StandIn(serves="sglang-omni") as server, StandIn(transcript="something else entirely") as asr:
         res, result = run("--asr-url", asr.url + "/v1/audio/transcriptions", server=server, out=tmp_path / "w.json")
         uploads = asr.requests
     assert res.returncode == 1 and "speech WER" in result["check"]["message"]
@@ -111,7 +111,7 @@ def test_speech_wer_through_a_transcription_server(tmp_path):
 
 
 def test_unreachable_asr_server_is_one_line(tmp_path):
-    with StandIn() as server:
+    with StandIn(serves="sglang-omni") as server:
         res, result = run("--asr-url", "http://127.0.0.1:9", server=server, out=tmp_path / "r.json")
     lines = res.stderr.strip().splitlines()
     assert res.returncode == 2 and len(lines) == 1 and "cannot reach http://127.0.0.1:9" in lines[0]
@@ -119,7 +119,7 @@ def test_unreachable_asr_server_is_one_line(tmp_path):
 
 
 def test_speech_endpoint_streams_raw_pcm(tmp_path):
-    with StandIn() as server:
+    with StandIn(serves="sglang-omni") as server:
         res, result = run("--endpoint", "speech", "--asr-url", server.url, server=server, out=tmp_path / "r.json")
         sent = [r for r in server.requests if "input" in r][-1]  # the last speech request (not an ASR upload)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -130,7 +130,7 @@ def test_speech_endpoint_streams_raw_pcm(tmp_path):
 
 
 def test_each_request_says_a_sentence_of_its_own(tmp_path):
-    with StandIn() as server:
+    with StandIn(serves="sglang-omni") as server:
         res, result = run(server=server, out=tmp_path / "r.json")
     said = [s["extra"]["sentence"] for s in result["samples"]]
     assert res.returncode == 0 and len(set(said)) == 3
@@ -144,21 +144,24 @@ def dry_run(*extra: str, **env) -> subprocess.CompletedProcess:
                           timeout=30, env=lane_env(**env))
 
 
-@pytest.mark.parametrize("gpus, program, flags", [
-    ("1", "sgl-omni serve", ["--config", "examples/configs/qwen3_omni_colocated_h200.yaml", "--colocate"]),
-    ("2", "python examples/run_qwen3_omni_speech_server.py",
-     ["--thinker-tp-size", "2", "--gpu-thinker-tp", "0,1", "--gpu-talker", "1", "--gpu-code2wav", "1",
-      "--thinker-mem-fraction-static", "0.55", "--talker-mem-fraction-static", "0.20"]),
-    ("3", "python examples/run_qwen3_omni_speech_server.py",
-     ["--thinker-tp-size", "2", "--gpu-thinker-tp", "0,1", "--gpu-talker", "2", "--gpu-code2wav", "2"]),
+@pytest.mark.parametrize("gpus, version, flags", [
+    ("1", None, ["--config", "examples/configs/qwen3_omni_colocated_h200.yaml", "--colocate"]),
+    ("1", "0.1.9", ["--config", "examples/configs/qwen3_omni_colocated_h200.yaml", "--colocate"]),
+    ("2", None, ["--thinker-tp-size", "2", "--thinker-gpus", "0,1", "--talker-gpu", "1", "--code2wav-gpu", "0",
+                 "--thinker-mem-fraction-static", "0.55", "--talker-mem-fraction-static", "0.21"]),
+    ("2", "0.1.9", ["--thinker.tp_size", "2", "--thinker.gpu", "[0,1]", "--talker_ar.gpu", "1", "--code2wav.gpu", "0",
+                    "--thinker.engine.mem_fraction_static", "0.55", "--talker_ar.engine.mem_fraction_static", "0.21"]),
+    ("3", "0.1.3", ["--thinker-tp-size", "2", "--thinker-gpus", "0,1", "--talker-gpu", "2", "--code2wav-gpu", "0"]),
+    ("3", "0.1.4", ["--thinker.tp_size", "2", "--thinker.gpu", "[0,1]", "--talker_ar.gpu", "2", "--code2wav.gpu", "0"]),
 ])
-def test_gpu_count_picks_a_placement(gpus, program, flags):
-    res = dry_run("--gpus", gpus)
+def test_gpu_count_picks_a_placement(gpus, version, flags):
+    res = dry_run("--gpus", gpus, *(["--omni-version", version] if version else []))
     assert res.returncode == 0, res.stderr
     server = next(line for line in res.stdout.splitlines() if line.startswith("server: "))
     words = shlex.split(server.removeprefix("server: "))
-    assert " ".join(words).startswith(program) and words[-len(flags):] == flags
+    assert words[:2] == ["sgl-omni", "serve"] and words[-len(flags):] == flags
     assert f"placement: {gpus} GPU(s): " in res.stdout
+    assert f"flags spelt for sglang-omni {version or '0.1.3'} (" in res.stdout
 
 
 def test_more_gpus_than_a_placement_is_refused():
@@ -173,11 +176,16 @@ def test_launch_needs_an_sglang_omni_checkout(tmp_path):
     res = subprocess.run([sys.executable, str(SCRIPT), "--launch", "--omni-root", str(tmp_path)],
                          capture_output=True, text=True, timeout=30)
     assert res.returncode == 2 and "not an sglang-omni checkout" in res.stderr
+    (tmp_path / "sglang_omni" / "cli").mkdir(parents=True)
+    (tmp_path / "sglang_omni" / "cli" / "serve.py").write_text("")
+    res = subprocess.run([sys.executable, str(SCRIPT), "--launch", "--omni-root", str(tmp_path), "--gpus", "1"],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2 and "--gpus 1 needs examples/configs/qwen3_omni_colocated_h200.yaml" in res.stderr
     assert f"cwd: {tmp_path}" in dry_run("--omni-root", str(tmp_path)).stdout
     assert "cwd: " + str(tmp_path) in dry_run(SGLANG_OMNI_ROOT=str(tmp_path)).stdout
 
 
-FAKE_LAUNCHER = """
+FAKE_LAUNCHER = """#!{python}
 import json, os, sys
 sys.path.insert(0, {tests!r})
 json.dump({{"cwd": os.getcwd(), "argv": sys.argv}}, open(os.path.join({record!r}), "w"))
@@ -188,23 +196,30 @@ runpy.run_path(os.path.join({tests!r}, "standin_server.py"), run_name="__main__"
 """
 
 
-def test_launch_runs_the_launcher_inside_the_omni_root(tmp_path):
-    root, record, elsewhere = tmp_path / "sglang-omni", tmp_path / "launched.json", tmp_path / "elsewhere"
-    (root / "examples").mkdir(parents=True)
+def test_launch_runs_sgl_omni_serve_inside_the_omni_root(tmp_path):
+    """`sgl-omni serve` runs in the checkout, spelt for the checkout's version (0.1.9: dotted overrides)."""
+    root, record, elsewhere, bin_dir = (tmp_path / "sglang-omni", tmp_path / "launched.json", tmp_path / "elsewhere",
+                                        tmp_path / "bin")
+    (root / "sglang_omni" / "cli").mkdir(parents=True)
+    (root / "sglang_omni" / "cli" / "serve.py").write_text("")
+    (root / "sglang_omni" / "__init__.py").write_text('__version__ = "0.1.9"\n')
     elsewhere.mkdir()
-    launcher = root / "examples" / "run_qwen3_omni_speech_server.py"
-    launcher.write_text(FAKE_LAUNCHER.format(tests=str(Path(__file__).parent), record=str(record)))
+    bin_dir.mkdir()
+    cli = bin_dir / "sgl-omni"  # what `pip install -e .` of the checkout puts on PATH
+    cli.write_text(FAKE_LAUNCHER.format(python=sys.executable, tests=str(Path(__file__).parent), record=str(record)))
+    cli.chmod(0o755)
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    python_dir = str(Path(sys.executable).parent)  # `python` on PATH is this interpreter
     res = subprocess.run([sys.executable, str(SCRIPT), "--launch", "--omni-root", str(root), "--port", str(port),
                           "--requests", "1", "--warmup", "0", "--health-timeout", "20", "--log-dir", str(tmp_path)],
                          capture_output=True, text=True, timeout=60, cwd=elsewhere,
-                         env=lane_env(PATH=python_dir + ":/usr/bin:/bin"))
-    assert res.returncode == 0, res.stdout + res.stderr + (tmp_path / "server.log").read_text()
+                         env=lane_env(PATH=f"{bin_dir}:/usr/bin:/bin"))
+    log = tmp_path / "server.log"
+    assert res.returncode == 0, res.stdout + res.stderr + (log.read_text() if log.exists() else "")
     launched = json.loads(record.read_text())
-    assert launched["cwd"] == str(root) and launched["argv"][0] == "examples/run_qwen3_omni_speech_server.py"
-    assert launched["argv"][-4:] == ["--thinker-mem-fraction-static", "0.55", "--talker-mem-fraction-static", "0.20"]
+    assert launched["cwd"] == str(root) and launched["argv"][1] == "serve"
+    assert launched["argv"][-6:] == ["--code2wav.gpu", "0", "--thinker.engine.mem_fraction_static", "0.55",
+                                     "--talker_ar.engine.mem_fraction_static", "0.21"]

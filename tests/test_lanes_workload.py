@@ -239,10 +239,12 @@ def test_compare_shows_p50_p90_p99_and_says_when_the_spreads_overlap():
     after = result([0.5 + i / 100 for i in range(10)], [0.52 + i / 100 for i in range(10)])
     table = _results.compare_table(before, after)
     rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")}
-    for q in ("p50", "p90", "p99"):
-        assert "better" in rows[f"latency {q} (s)"] and "noise" not in rows[f"latency {q} (s)"]
-        assert "within noise" in rows[f"TTFT {q} (s)"]
-    assert float(rows["latency p99 (s)"].split("|")[2]) == pytest.approx(1.891)
+    for q in ("p50", "p90", "p99 *"):  # 10 samples: p99 is only the largest one, and is marked so
+        assert "better" in rows[f"latency {q} (s)".replace(" * (s)", " (s) *")]
+        assert "noise" not in rows[f"latency {q} (s)".replace(" * (s)", " (s) *")]
+        assert "within noise" in rows[f"TTFT {q} (s)".replace(" * (s)", " (s) *")]
+    assert float(rows["latency p99 (s) *"].split("|")[2]) == pytest.approx(1.891)
     notes = [line for line in table.splitlines() if line.startswith("Note: ")]
-    assert len(notes) == 1 and notes[0].startswith("Note: TTFT: the p10-p90 spreads overlap")
-    assert "within noise" in notes[0]
+    assert len(notes) == 2 and notes[0].startswith("Note: * too few samples for this percentile (p99 needs 100; "
+                                                   "before has 10, after 10)")
+    assert notes[1].startswith("Note: TTFT: the p10-p90 spreads overlap") and "within noise" in notes[1]

@@ -100,7 +100,7 @@ def test_run_records_exactly_what_the_script_wrote(mkb, tmp_path):
     listing = json.loads(_run(mkb, "repro", "list", "--format", "json").output)
     assert listing == [{"script": "playbook/repros/fake.py", "subject": "sglang#42", "technique": "one copy instead of many",
                         "state": "fresh", "record": "references/measurements/sglang/42.json",
-                        "speedup": "7.59x time, peak memory -50%",
+                        "speedup": "7.6x faster, peak memory -50%",
                         "measured": "2026-11-30"}]
 
 
@@ -166,7 +166,7 @@ def test_card_block_is_written_by_build_and_checked(mkb):
     assert [c for c, _ in found] == ["M003"]
     build(KnowledgeBase(load_config(mkb)))
     text = card.read_text()
-    assert "## Measured on H200" in text and "| 8 items | items=8 | 26.6 | 3.51 | 7.59x [7.59-7.59] |" in text
+    assert "## Measured on H200" in text and "| 8 items | items=8 | 26.6 | 3.51 | 7.6x faster (runs: 7.6x faster) |" in text
     assert "NVIDIA H200, torch 2.11.0, CUDA 13.0, transformers 5.17.0" in text
     assert text.startswith(CARD.rstrip("\n"))  # the hand-written part is untouched
     assert _codes(mkb, ["M003", "M004"]) == []
@@ -217,7 +217,7 @@ def test_find_results_carry_the_speedup(mkb):
     res = _run(mkb, "find", "one copy", "--format", "json")
     assert res.exit_code == 0, res.output
     card = next(r for r in json.loads(res.output)["results"] if r["id"] == "sglang/42")
-    assert card["measured"] == {"speedup": "7.59x time, peak memory -50%", "measured": "2026-11-30",
+    assert card["measured"] == {"speedup": "7.6x faster, peak memory -50%", "measured": "2026-11-30",
                                 "device": "NVIDIA H200", "runs": 3, "noisy": [], "modelled": []}
 
 
@@ -253,7 +253,7 @@ def test_modelled_values_are_shown_as_modelled():
     block = ms.render_block(rec)
     assert "| 39.8 (modelled) | 20 |" in block and "(modelled) |" in block
     assert "Modelled (computed, not timed): c: before_ms = 2 x the batch-1 median." in block
-    assert ms.headline(rec) == "no timed ratio; modelled 1.99x" and ms.flags(rec)["modelled"] == ["c"]
+    assert ms.headline(rec) == "no timed ratio; modelled 2.0x faster" and ms.flags(rec)["modelled"] == ["c"]
     bad = _raw(1.0, 1.0, modelled={"before_ms": ""})
     assert any("'modelled' maps" in p for p in ms.problems(bad))
 
@@ -287,3 +287,22 @@ def test_unlabelled_derived_value_fires(mkb):
     _record(mkb)
     found = _codes(mkb, ["M006"])
     assert found and "declares no MODELLED" in found[0][1]
+
+
+def test_a_slowdown_reads_as_slower_everywhere():
+    from dossier.measurements import headline, ratio_text
+
+    assert [ratio_text(x) for x in (0.289, 7.588, 1.002)] == ["3.5x slower", "7.6x faster", "same speed"]
+    case = {"speedup": 0.289, "peak_mib_before": 2587, "peak_mib_after": 2224}
+    assert headline({"cases": [case, dict(case, speedup=0.313)]}) == "3.2-3.5x slower, peak memory -14%"
+    assert headline({"cases": [{"speedup": 0.68}, {"speedup": 1.12}]}) == "1.5x slower to 1.1x faster"
+    from dossier.measurements import render_block
+
+    record = {"subject": "sglang#1", "technique": "release the copies", "measured": "2026-11-30",
+              "script": "playbook/repros/x.py", "script_sha256": "0" * 64,
+              "device": {"gpu": "NVIDIA H200", "torch": "2.11", "cuda": "13.0", "transformers": "5"},
+              "cases": [dict(case, name="32 frames", shape={"frames": 32}, before_ms=109.0, after_ms=378.0,
+                             max_abs_err=0.0)]}
+    block = render_block(record)
+    assert "| 3.5x slower |" in block and "0.289x" not in block
+    assert "\nTechnique reproduced: release the copies. Inputs" in block  # a sentence, not a fragment

@@ -27,3 +27,15 @@ def test_p009_fires_on_a_card_and_passes_once_the_number_is_there(kb):
     path.write_text(CARD.format(line="the `vl-video` lane: peak memory should drop under c8 (not measured)."),
                     encoding="utf-8")
     assert findings(kb, "P009") == []
+
+
+def test_p010_fires_on_thread_status_in_prose_even_when_it_wraps(kb):
+    make_kb(kb)
+    path = kb / "references" / "cards" / "sglang" / "16366.md"
+    path.write_text(CARD.format(line="the `vl-video` lane (not measured). No PR thread\nwas found, so this is read\n"
+                                     "from the diff."), encoding="utf-8")
+    out = findings(kb, "P010")
+    assert [f.code for f in out] == ["P010", "P010"]
+    assert "No PR thread was found" in out[0].message and "read from the diff" in out[1].message
+    path.write_text(CARD.format(line="the `vl-video` lane (not measured)."), encoding="utf-8")
+    assert findings(kb, "P010") == []

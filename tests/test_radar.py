@@ -146,19 +146,19 @@ def test_r002_passes_once_the_card_exists(rkb):
     assert codes(rkb, "R002") == []
 
 
-# --- R006 ----------------------------------------------------------------------------
+# --- R007 ----------------------------------------------------------------------------
 
 
-def test_r006_fires_for_a_resolution_without_card(rkb):
+def test_r007_fires_for_a_resolution_without_card(rkb):
     edit(rkb, "    symptom: WER checks are slow.",
          "    symptom: WER checks are slow.\n    upstream_merged:\n      - {pr: 1340, what: benchmark and profile}"
          "\n    remains: the encoder still pads every clip")
-    found = codes(rkb, "R006")
+    found = codes(rkb, "R007")
     assert len(found) == 1 and "sglang-omni#1340, which has no card" in found[0][2]
     card = rkb / "references/cards/sglang-omni/1340.md"
     card.parent.mkdir(parents=True, exist_ok=True)
     card.write_text("---\nrepo: sglang-omni\n---\n")
-    assert codes(rkb, "R006") == []
+    assert codes(rkb, "R007") == []
 
 
 def test_r001_rejects_a_malformed_resolution(rkb):

@@ -86,3 +86,42 @@ def _multipart(fields: dict, audio: bytes) -> tuple[bytes, str]:
     out.append(b'--b\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n'
                b"Content-Type: audio/wav\r\n\r\n" + audio + b"\r\n--b--\r\n")
     return b"".join(out), "multipart/form-data; boundary=b"
+
+
+OMNI_CHAT = {"model": "qwen3-omni", "messages": [{"role": "user", "content": "Say hi"}], "modalities": ["text", "audio"],
+             "audio": {"format": "wav"}, "stream": True}
+
+
+@pytest.mark.parametrize("upstream", ["pinned", "release"])
+def test_sglang_omni_chat_and_speech_refusals_follow_its_models(upstream):
+    """As sglang-omni (the pin's facts, or 0.1.9's own pydantic models) refuses them; what it ignores passes."""
+    label = "sglang-omni 0.1.9" if upstream == "release" else "sglang-omni pinned"
+    target("sglang-omni", upstream)  # skips without the release wheel (unless CI requires it)
+    with StandIn(upstream=upstream, serves="sglang-omni") as server:
+        url = server.url
+        assert _post(url + "/v1/chat/completions", OMNI_CHAT)[0] == 200
+        assert _post(url + "/v1/chat/completions", dict(OMNI_CHAT, voice_id="x"))[0] == 200  # ignored upstream
+        for bad, words in [(dict(OMNI_CHAT, modalities="audio"), "modalities"),
+                           ({k: v for k, v in OMNI_CHAT.items() if k != "messages"}, "messages")]:
+            code, body, _ = _post(url + "/v1/chat/completions", bad)
+            assert code == 400 and f"{label}" in body["message"] and "ChatCompletionRequest" in body["message"]
+            assert words in body["message"]
+        for bad, words in [({"input": "hi", "response_format": "ogg"}, "'ogg' is refused"),
+                           ({"input": "hi", "speed": "fast"}, "speed"), ({"voice": "x"}, "input")]:
+            code, body, _ = _post(url + "/v1/audio/speech", bad)
+            assert code == 400 and label in body["message"] and "CreateSpeechRequest" in body["message"]
+            assert words in body["message"]
+        sse = {"input": "hi", "response_format": "wav", "stream_format": "sse"}  # a stream in 0.1.9 only
+        code, body, _ = _post(url + "/v1/audio/speech", sse)
+        if upstream == "release":
+            assert code == 400 and "when {'stream_format': 'sse'}" in body["message"]
+        else:
+            assert code == 200  # the pin has no stream_format: it ignores the key and answers in full
+
+
+def test_the_stand_in_judges_chat_as_the_server_it_serves():
+    target("sglang-omni", "release")
+    bad = dict(OMNI_CHAT, messages=[{"role": "user", "content": [{"type": "texty", "text": "hi"}]}])
+    with StandIn(upstream="release") as sglang, StandIn(upstream="release", serves="sglang-omni") as omni:
+        assert _post(sglang.url + "/v1/chat/completions", bad)[0] == 400  # sglang types the content parts
+        assert _post(omni.url + "/v1/chat/completions", bad)[0] == 200  # sglang-omni's content is `object`

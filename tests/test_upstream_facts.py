@@ -177,3 +177,114 @@ def test_shipped_contract_facts_are_at_the_pins(repo_root: Path):
     # the AST reading is the stricter one: every option it finds, the looser listing has too
     assert {o for o in sglang["server_options"] if not o.startswith("--no-")} <= listed
     assert "--keep-mm-feature-on-device" in sglang["server_options"] and "--mm-feature-transport" in sglang["server_options"]
+
+
+OMNI_SERVE = '''
+def serve(
+    ctx: typer.Context,
+    model_path: Annotated[str | None, typer.Option(help="m")] = None,
+    colocate: Annotated[bool, typer.Option("--colocate", help="c")] = False,
+    text_only: Annotated[bool, typer.Option(help="t")] = False,
+    talker_gpu: Annotated[int | None, typer.Option("--talker-gpu", "--talker_gpu")] = None,
+    level: Annotated[Literal["info", "debug"], typer.Option(help="l")] = "info",
+    stage: Annotated[list[str] | None, typer.Option("--stage")] = None,
+    force: bool = typer.Option(False, "--force/--no-force"),
+    name: Annotated[str, typer.Argument()] = "x",
+) -> None:
+    pass
+'''
+OMNI_APP = 'app.command("serve", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(_serve)\n'
+OMNI_SCHEMA = '''
+class EngineArgs(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    mem_fraction_static: float | None = None
+
+class StageConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    engine_stage: ClassVar[bool] = False
+    name: str
+    gpu: int | list[int] | None = None
+    tp_size: int = 1
+    engine: EngineArgs | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+
+class EngineStageConfig(StageConfig):
+    engine_stage: ClassVar[bool] = True
+
+class PipelineConfig(BaseModel):
+    model_path: str
+    stages: list[StageConfig]
+'''
+OMNI_QWEN = '''
+def stages():
+    return [EngineStageConfig(name="thinker", gpu=0), StageConfig(name="code2wav", gpu=0)]
+'''
+OMNI_SPEECH = '''
+class SpeechService:
+    def prepare(self, request):
+        response_format = normalize(request.response_format)
+        stream = request.stream or request.stream_format == "sse"
+        if stream and response_format != "pcm":
+            raise bad_request("stream=true requires response_format='pcm'")
+'''
+
+
+def _omni(upstream, dotted: bool) -> None:
+    upstream.write("sglang_omni/cli/serve.py", OMNI_SERVE)
+    upstream.write("sglang_omni/cli/__init__.py", OMNI_APP)
+    upstream.write("sglang_omni/config/schema.py", OMNI_SCHEMA)
+    upstream.write("sglang_omni/models/qwen3_omni/config.py", OMNI_QWEN)
+    upstream.write("sglang_omni/serve/speech_service.py", OMNI_SPEECH)
+    upstream.write("sglang_omni/serve/protocol.py", 'SUPPORTED_TTS_RESPONSE_FORMATS = frozenset({"wav", "pcm"})\n'
+                   "class CreateSpeechRequest(BaseModel):\n    input: str\n    response_format: str = 'wav'\n"
+                   "    stream: bool = False\n    stream_format: str = 'audio'\n")
+    upstream.write("sglang_omni/__init__.py", '__version__ = "0.1.4"\n')
+    if dotted:
+        upstream.write("sglang_omni/config/compat.py", "def canonicalize_dotted_key(key, config):\n    pass\n")
+    upstream.commit("omni (#2)")
+
+
+@pytest.mark.parametrize("dotted", [False, True])
+def test_sgl_omni_serve_options_and_stage_overrides_are_facts(kb, upstream, dotted):
+    _omni(upstream, dotted)
+    list_tree(load_config(kb), "sglang-omni", str(upstream.path))
+    pinned = contracts.load_pinned(kb, "sglang-omni")
+    serve = pinned.facts["cli"]["serve"]
+    assert pinned.facts["version"] == "0.1.4" and serve["extra_args"] is True
+    assert set(serve["options"]) == {"--model-path", "--colocate", "--text-only", "--no-text-only", "--talker-gpu",
+                                     "--talker_gpu", "--level", "--stage", "--force", "--no-force"}
+    opts = serve["options"]
+    assert opts["--colocate"]["arity"] == "none" and opts["--stage"]["arity"] == "one"
+    assert opts["--level"]["choices"] == ["info", "debug"]
+    assert pinned.facts["rules"]["CreateSpeechRequest"] == [
+        {"when": {"stream": True}, "require": {"response_format": "pcm"}},
+        {"when": {"stream_format": "sse"}, "require": {"response_format": "pcm"}}]
+    assert pinned.facts["allowed"] == {"CreateSpeechRequest": {"response_format": ["pcm", "wav"]}}
+
+    def launch(*words):
+        return contracts.check_launch(pinned, ["sgl-omni", "serve", "--model-path", "m", *words], {})
+    assert launch("--colocate", "--talker-gpu", "1", "--level", "debug", "--stage", "a", "--stage", "b") == []
+    assert launch("--talker", "1")[0].startswith("launch flag --talker unrecognized")  # no abbreviations in click
+    assert "--level value 'loud' is not one of ['info', 'debug']" in launch("--level", "loud")[0]
+    overrides = ["--thinker.tp_size", "2", "--thinker.gpu", "[0,1]", "--thinker.engine.anything", "1",
+                 "--code2wav.env.X-Y", "1", "--code2wav.gpu=0"]
+    if not dotted:
+        assert [p.split(" in ")[0] for p in launch(*overrides)] == [
+            f"launch flag {f} unrecognized" for f in overrides[::2][:4] + ["--code2wav.gpu"]]
+        return
+    assert serve["stage_overrides"]["stages"] == {"code2wav": ["StageConfig"], "thinker": ["EngineStageConfig"]}
+    assert launch(*overrides) == []
+    bad = [p.split(" is not a stage override the pipeline config takes: ")[1].split(" in sglang-omni")[0]
+           for p in launch("--thinker.gpu", "0,1", "--talker.gpu", "1", "--code2wav.engine.x", "1",
+                           "--thinker.tp", "2", "--thinker.tp_size.x", "2")]
+    assert bad[0].startswith("value '0,1': expected int | list[int] | None")
+    assert bad[1].startswith("does not start from a stage name of the Qwen3-Omni pipeline configs (stages: code2wav,")
+    assert bad[2] == "engine.* exists only on engine stages (EngineStageConfig); code2wav is a StageConfig"
+    assert bad[3].startswith("'tp' is not a field of EngineStageConfig")
+    assert bad[4] == "'tp_size' of EngineStageConfig is a int value, not a settings group"
+    assert launch("--thinker")[0].startswith("launch flag --thinker unrecognized")  # no dot: not an override
+
+
+def test_missing_omni_release_says_how_to_get_it(tmp_path):
+    with pytest.raises(contracts.ReleaseMissing, match="no sglang-omni wheel at .* run ./scripts/bootstrap"):
+        contracts.load_release(str(tmp_path), "sglang-omni")

@@ -7,6 +7,7 @@ import os
 import time
 import urllib.error
 import urllib.request
+from http.client import HTTPException
 
 from _lane import Call, LaneError
 
@@ -34,6 +35,8 @@ def http(method: str, url: str, body: bytes | None = None, headers: dict | None 
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise LaneError(f"cannot reach {url}: {reason}") from None
+    except HTTPException as exc:  # bytes that are not HTTP
+        raise LaneError(f"{url} did not answer in HTTP ({type(exc).__name__}) for {method} {_path(url)}") from None
 
 
 def post_json(url: str, payload: dict, timeout: float = 600) -> dict:
@@ -45,22 +48,32 @@ def post_json(url: str, payload: dict, timeout: float = 600) -> dict:
 
 
 def sse_events(resp):
-    """Yield (arrival time, parsed JSON) for each `data:` event until [DONE]."""
+    """Yield (arrival time, parsed JSON object) for each `data:` event until [DONE].
+
+    A stream with no `data:` event at all, or an event that is not a JSON object, is not an
+    answer: it raises LaneError rather than becoming an empty, "measured" sample.
+    """
+    seen = False
     for raw in resp:
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
             continue
         data = line[5:].strip()
+        seen = True
         if data == "[DONE]":
             return
         try:
             event = json.loads(data)
         except json.JSONDecodeError:
             raise LaneError(f"malformed SSE event: {data[:80]}") from None
+        if not isinstance(event, dict):
+            raise LaneError(f"SSE event is not a JSON object: {data[:80]}")
         if isinstance(event, dict) and event.get("error"):
             err = event["error"]
             raise LaneError(f"server streamed an error: {err.get('message', err) if isinstance(err, dict) else err}")
         yield time.perf_counter(), event
+    if not seen:
+        raise LaneError("the reply is not an event stream (no `data:` lines)")
 
 
 def multipart(fields: dict, files: dict) -> tuple[bytes, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import os
 import statistics
 import tempfile
@@ -22,6 +23,11 @@ COMPARE_ROWS = [
     ("speech_wer", "speech WER (ASR of the audio)", -1), ("seam_worst", "seam score (worst join)", -1),
     ("stalls", "playback stalls", -1),
 ]
+
+
+def samples_needed(q: float) -> int:
+    """How many samples a q-quantile needs before it is more than the extreme value: p99 100, p90 10, p50 2."""
+    return math.ceil(1 / min(q, 1 - q) - 1e-9)
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -47,27 +53,46 @@ def summarize(samples: list[Sample], wall: float, wer: float | None = None) -> d
         if vals:
             for q in (0.1, 0.5, 0.9, 0.99):
                 out[f"{key}_p{round(q * 100)}_s"] = pct(vals, q)
+    # a quantile from fewer samples than it needs is only the largest (or smallest) one: mark it
+    short = [k for k in out if (m := re.fullmatch(r"\w+_p(\d+)_s", k)) and out[k] is not None
+             and len(samples) < samples_needed(int(m.group(1)) / 100)]
     rtfs = [s.latency / s.audio_seconds for s in samples if s.audio_seconds]
     if rtfs:
         out["rtf_mean"] = statistics.fmean(rtfs)
     if wer is not None:
         out["wer"] = wer
+    if short:
+        out["undersampled"] = short
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in out.items()}
 
 
 def print_table(lane_name: str, summary: dict, status: str, message: str) -> None:
     print(f"\nlane {lane_name}: {status.upper()} - {message}", flush=True)
+    short = set(summary.get("undersampled") or ())
     for key, value in summary.items():
-        print(f"  {key:<16} {value}", flush=True)
+        if key == "undersampled":
+            continue
+        mark = f"  (too few samples: {summary.get('requests')} < {_needed(key)})" if key in short else ""
+        print(f"  {key:<16} {value}{mark}", flush=True)
 
 
-def write_result(args, lane, status: str, summary: dict, samples: list[Sample], message: str) -> None:
-    """The JSON result --output names (atomically); nothing without --output."""
+def _needed(key: str) -> int:
+    return samples_needed(int(re.fullmatch(r"\w+_p(\d+)_s", key).group(1)) / 100)
+
+
+def write_result(args, lane, status: str, summary: dict, samples: list[Sample], message: str,
+                 ran: dict | None = None) -> None:
+    """The JSON result --output names (atomically); nothing without --output.
+
+    `ran` says what ran (GPU, server version, commit and command, the lane's commit: _provenance).
+    """
     if not args.output:
         return
+    ran = ran or {}
     result = {
         "lane": lane.name, "repo": lane.repo, "model": args.model, "status": status,
         "server_url": args.server_url, "launched": bool(args.launch),
+        "gpu": ran.get("gpu"), "server": ran.get("server"), "lane_commit": ran.get("lane"),
         "config": {k: v for k, v in vars(args).items() if k not in ("compare", "dry_run")},
         "check": {"passed": status == "pass", "message": message},
         "summary": summary, "samples": [asdict(s) for s in samples],
@@ -119,7 +144,11 @@ def compare_table(before: dict, after: dict) -> str:
         spread_b, spread_a = (pct(xs, 0.1), pct(xs, 0.9)), (pct(ys, 0.1), pct(ys, 0.9))
         noise = spread_b[0] <= spread_a[1] and spread_a[0] <= spread_b[1]
         for q in QUANTILES:
-            lines.append(_row(f"{label} p{round(q * 100)} (s)", pct(xs, q), pct(ys, q), -1, noise))
+            few = min(len(xs), len(ys)) < samples_needed(q)
+            lines.append(_row(f"{label} p{round(q * 100)} (s){' *' if few else ''}", pct(xs, q), pct(ys, q), -1, noise))
+            if few and not any(n.startswith("* ") for n in notes):
+                notes.append(f"* too few samples for this percentile (p{round(q * 100)} needs {samples_needed(q)}; "
+                             f"before has {len(xs)}, after {len(ys)}): it is the extreme sample, not a percentile.")
         if noise:
             notes.append(f"{label}: the p10-p90 spreads overlap (before {spread_b[0]:.4g}-{spread_b[1]:.4g} s, "
                          f"after {spread_a[0]:.4g}-{spread_a[1]:.4g} s): the difference is within noise.")
@@ -130,4 +159,22 @@ def compare_table(before: dict, after: dict) -> str:
         lines += [""] + [f"Note: {n}" for n in notes]
     for name, run in (("before", before), ("after", after)):
         lines.append(f"\n{name}: status {run.get('status', '?')}, check: {run.get('check', {}).get('message', '')}")
+        ran = describe_run(run)
+        if ran:
+            lines.append(f"{name} ran on: {ran}")
     return "\n".join(lines)
+
+
+def describe_run(run: dict) -> str:
+    """'1x NVIDIA H200, driver 570.1, CUDA 12.8; server 0.5.23 (commit abc1234); lane commit 1a2b3c4d5e6f'."""
+    parts = []
+    gpu = run.get("gpu") or {}
+    if gpu.get("present"):
+        parts.append(f"{gpu.get('count')}x {gpu.get('model')}, driver {gpu.get('driver')}, CUDA {gpu.get('cuda')}")
+    server = run.get("server") or {}
+    if server.get("version"):
+        parts.append(f"server {server['version']}" + (f" (commit {server['commit'][:12]})" if server.get("commit") else ""))
+    commit = (run.get("lane_commit") or {}).get("commit")
+    if commit:
+        parts.append(f"lane commit {commit[:12]}" + (" with local edits" if run["lane_commit"].get("dirty") else ""))
+    return "; ".join(parts)

@@ -12,8 +12,14 @@ import urllib.request
 from _lane import LaneError
 
 
-def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None, log: str | None = None) -> None:
-    """Poll GET /health until 200; fail fast if the launched process dies."""
+def _refused(exc: BaseException) -> bool:
+    return isinstance(getattr(exc, "reason", exc), ConnectionRefusedError)
+
+
+def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None, log: str | None = None,
+                 refused_fails: bool = False) -> None:
+    """Poll GET /health until 200; fail fast if the launched process dies, or (`refused_fails`, a server
+    that should already be up) when nothing listens at the port."""
     deadline = time.monotonic() + timeout
     where = f" (server log: {log})" if log else ""
     while time.monotonic() < deadline:
@@ -23,8 +29,10 @@ def wait_healthy(url: str, timeout: float, proc: subprocess.Popen | None = None,
             with urllib.request.urlopen(url + "/health", timeout=5) as resp:
                 if resp.status == 200:
                     return
-        except (urllib.error.URLError, OSError):
-            pass
+        except (urllib.error.URLError, OSError) as exc:
+            if refused_fails and _refused(exc):
+                raise LaneError(f"nothing is listening at {url} (connection refused); start the server "
+                                "or pass --launch") from None
         time.sleep(0.2)
     raise LaneError(f"server at {url} did not become healthy within {timeout:g}s{where}")
 

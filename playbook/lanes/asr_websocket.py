@@ -50,7 +50,8 @@ class AsrWebsocketLane(AsrLane):
         try:
             import websockets.sync.client
         except ImportError:
-            raise LaneError("this lane needs the websockets package (pip install 'websockets>=12')") from None
+            raise LaneError("this lane needs websockets: install the lanes extra "
+                            "(pip install 'sglang-qwen-dossier[lanes]')") from None
         del websockets  # imported only to fail fast, before the server starts
         super().prepare(args, workdir)
         other = [f.name for f in getattr(self, "files", []) if f.mime != "audio/wav"] if args.media_dir else []

@@ -9,8 +9,9 @@ playback stalls), scores continuity at each chunk join (_seams), and, with --asr
 the joined audio to a Qwen3-ASR transcription server and scores speech WER against the text
 the talker was given. RTF is wall time over seconds of audio produced.
 
---launch starts the server from the sglang-omni checkout named by --omni-root (or
-SGLANG_OMNI_ROOT), with a placement for --gpus 1, 2 or 3 (see PLACEMENTS).
+--launch runs `sgl-omni serve` in the sglang-omni checkout named by --omni-root (or
+SGLANG_OMNI_ROOT), with a placement for --gpus 1, 2 or 3 (see PLACEMENTS) spelt for
+--omni-version (default: the checkout's version, else the installed one, else the pin's).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -33,26 +35,71 @@ from _seams import Chunk, stream_report  # noqa: E402
 from _sentences import sentence  # noqa: E402
 from _workload import slot  # noqa: E402
 
-LAUNCHER = "examples/run_qwen3_omni_speech_server.py"
+CLI = ["sgl-omni", "serve"]  # sglang-omni's CLI ([project.scripts] sgl-omni = sglang_omni.cli:app)
 COLOCATED_CONFIG = "examples/configs/qwen3_omni_colocated_h200.yaml"
 DEFAULT_RATE = 24000  # sglang_omni/client/audio.py DEFAULT_SAMPLE_RATE: chat audio chunks carry no rate
-# Placements by GPU count, from sglang-omni at c631dc9 (facts, cited):
+# How `sgl-omni serve` places stages changed with the release: up to 0.1.3 (the pinned commit
+# 6419acb9 is 0.1.3) named flags (--thinker-tp-size, --thinker-gpus, --talker-gpu,
+# --code2wav-gpu, --thinker-/--talker-mem-fraction-static); from 0.1.4 (read in the wheels
+# 0.1.4-0.1.9) those flags are gone and every stage setting is a dotted override of the
+# pipeline config, the stages. prefix implied (--thinker.tp_size 2, --talker_ar.gpu 1,
+# --thinker.engine.mem_fraction_static 0.55); a list value is JSON ([0,1]).
+DOTTED_SINCE = (0, 1, 4)
+PIN_VERSION = "0.1.3"  # the spelling when no version is given or found: the knowledge base's pin
+# Placements by GPU count, from sglang-omni at the pin 6419acb9 (facts, cited):
 # 1: docs/basic_usage/qwen3_omni.md runs speech on one GPU with `sgl-omni serve --config
-#    examples/configs/qwen3_omni_colocated_h200.yaml --colocate` (the example launcher's --colocated
-#    takes no memory budgets; the config file holds them).
-# 2: tests/test_model/conftest.py fixture qwen3_omni_talker_server_tp2, the CI layout
-#    (.github/scripts/ci_env.sh: CUDA_VISIBLE_DEVICES=0,1): thinker TP=2 on 0,1, talker and
-#    code2wav on 1, thinker/talker mem_fraction_static 0.55/0.20.
-# 3: the launcher docstring's pattern (thinker TP over N cards, talker + code2wav on the next one).
+#    examples/configs/qwen3_omni_colocated_h200.yaml --colocate` ("on single-H200 workers").
+# 2: thinker TP=2 on GPUs 0,1, the talker stacked on GPU 1 with the memory fractions of the CI's
+#    TP=2 layout (tests/test_model/conftest.py: thinker 0.55, talker 0.21), and code2wav on the
+#    thinker's GPU 0, where #1235 moved its default (the CI launcher still puts it on 1).
+# 3: docs/_static/js/qwen3_omni_server_generator.js's "TP=2, 3 GPUs": thinker TP=2 on 0,1 and the
+#    talker alone on GPU 2 (#1235: the talker is the heaviest speech stage, give it a GPU of its
+#    own); code2wav on the thinker's GPU 0, passed explicitly since --thinker-gpus does not move it;
+#    the memory budgets auto-sized, as docs/basic_usage/qwen3_omni.md advises.
 PLACEMENTS = {
-    1: ("sgl-omni serve, every stage colocated on GPU 0 (H200 memory budgets)",
-        ["--config", COLOCATED_CONFIG, "--colocate"]),
-    2: ("thinker TP=2 on GPUs 0,1; talker and code2wav on GPU 1 (sglang-omni CI's two-GPU layout)",
-        ["--thinker-tp-size", "2", "--gpu-thinker-tp", "0,1", "--gpu-talker", "1", "--gpu-code2wav", "1",
-         "--thinker-mem-fraction-static", "0.55", "--talker-mem-fraction-static", "0.20"]),
-    3: ("thinker TP=2 on GPUs 0,1; talker and code2wav on GPU 2",
-        ["--thinker-tp-size", "2", "--gpu-thinker-tp", "0,1", "--gpu-talker", "2", "--gpu-code2wav", "2"]),
+    1: "every stage colocated on GPU 0 (the H200 colocated config)",
+    2: "thinker TP=2 on GPUs 0,1; talker on GPU 1; code2wav on the thinker's GPU 0 (thinker/talker memory 0.55/0.21)",
+    3: "thinker TP=2 on GPUs 0,1; talker alone on GPU 2; code2wav on the thinker's GPU 0",
 }
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    """(0, 1, 9) from "0.1.9", "v0.1.9.post1" or "0.1.10rc0"; () when unreadable."""
+    return tuple(int(m) for m in re.findall(r"\d+", text.lstrip("v").split("rc")[0].split(".post")[0])[:3])
+
+
+def checkout_version(root: str | None) -> str | None:
+    """The version an sglang-omni checkout declares (sglang_omni/__init__.py __version__), if readable."""
+    try:
+        with open(os.path.join(root, "sglang_omni", "__init__.py"), encoding="utf-8") as fh:
+            m = re.search(r"^__version__\s*=\s*[\"']([^\"']+)[\"']", fh.read(), re.M)
+    except (OSError, TypeError):
+        return None
+    return m.group(1) if m else None
+
+
+def installed_omni() -> str | None:
+    """The sglang-omni version installed for this interpreter, if any (no import of it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sglang-omni")
+    except PackageNotFoundError:
+        return None
+
+
+def placement_flags(gpus: int, omni_version: str | None) -> list[str]:
+    """The `sgl-omni serve` flags of a placement (PLACEMENTS), spelt for that sglang-omni version."""
+    if gpus == 1:
+        return ["--config", COLOCATED_CONFIG, "--colocate"]
+    talker = "1" if gpus == 2 else "2"
+    memory = [("thinker", "0.55"), ("talker", "0.21")] if gpus == 2 else []
+    if omni_version and version_tuple(omni_version) >= DOTTED_SINCE:
+        stage = {"thinker": "thinker", "talker": "talker_ar"}
+        return (["--thinker.tp_size", "2", "--thinker.gpu", "[0,1]", "--talker_ar.gpu", talker, "--code2wav.gpu", "0"]
+                + [w for role, value in memory for w in (f"--{stage[role]}.engine.mem_fraction_static", value)])
+    return (["--thinker-tp-size", "2", "--thinker-gpus", "0,1", "--talker-gpu", talker, "--code2wav-gpu", "0"]
+            + [w for role, value in memory for w in (f"--{role}-mem-fraction-static", value)])
 
 
 def decode_chunk(chunk: bytes, rate: int) -> tuple[bytes, int]:
@@ -78,9 +125,13 @@ class OmniSpeechLane(Lane):
                        help="chat: /v1/chat/completions with audio output; speech: /v1/audio/speech stream=true (PCM).")
         p.add_argument("--sentence", default=None, help="Say this every request (default: a generated one each).")
         p.add_argument("--gpus", type=int, choices=sorted(PLACEMENTS), default=2,
-                       help="GPUs --launch places the stages on (default: 2, sglang-omni CI's layout).")
+                       help="GPUs --launch places the stages on (default: 2: thinker TP=2, talker on GPU 1).")
         p.add_argument("--omni-root", default=os.environ.get("SGLANG_OMNI_ROOT"),
                        help="sglang-omni checkout --launch runs from (default: $SGLANG_OMNI_ROOT).")
+        p.add_argument("--omni-version", default=None,
+                       help="sglang-omni version the placement flags are spelt for: named flags up to 0.1.3, "
+                            "dotted stage overrides from 0.1.4 (default: the --omni-root checkout's version, "
+                            f"else the installed one, else {PIN_VERSION}, the pin's).")
         p.add_argument("--asr-url", help="Qwen3-ASR server (or its /v1/audio/transcriptions URL) for speech WER.")
         p.add_argument("--asr-model", default="qwen3-asr", help="Model name sent to --asr-url.")
         p.add_argument("--max-wer", type=float, default=0.5, help="Text-vs-sentence WER limit (chat endpoint).")
@@ -97,14 +148,23 @@ class OmniSpeechLane(Lane):
             root = args.omni_root
             if not root:
                 raise LaneError("--launch needs --omni-root DIR (an sglang-omni checkout) or SGLANG_OMNI_ROOT")
-            if not os.path.isfile(os.path.join(root, LAUNCHER)):
-                raise LaneError(f"--omni-root {root} is not an sglang-omni checkout: no {LAUNCHER}")
+            if not os.path.isfile(os.path.join(root, "sglang_omni", "cli", "serve.py")):
+                raise LaneError(f"--omni-root {root} is not an sglang-omni checkout: no sglang_omni/cli/serve.py")
+            if args.gpus == 1 and not os.path.isfile(os.path.join(root, COLOCATED_CONFIG)):
+                raise LaneError(f"--gpus 1 needs {COLOCATED_CONFIG} in the checkout {root}")
+
+    def omni_version(self, args) -> tuple[str, str]:
+        """(version the flags are spelt for, where it came from)."""
+        for version, source in ((args.omni_version, "--omni-version"),
+                                (checkout_version(args.omni_root), "the --omni-root checkout"),
+                                (installed_omni(), "the installed sglang-omni")):
+            if version:
+                return version, source
+        return PIN_VERSION, "the pin's (no version given or found)"
 
     def server_command(self, args):
         common = ["--model-path", args.model, "--port", str(args.port), "--model-name", self.served(args)]
-        if args.gpus == 1:
-            return ["sgl-omni", "serve", *common, *PLACEMENTS[1][1]]
-        return ["python", LAUNCHER, *common, *PLACEMENTS[args.gpus][1]]
+        return [*CLI, *common, *placement_flags(args.gpus, self.omni_version(args)[0])]
 
     def server_cwd(self, args):
         return os.path.abspath(args.omni_root) if args.omni_root else None
@@ -113,7 +173,9 @@ class OmniSpeechLane(Lane):
         where = self.server_cwd(args) or "(an sglang-omni checkout: pass --omni-root DIR or set SGLANG_OMNI_ROOT)"
         asr = (f"speech WER via {args.asr_url} (model {args.asr_model}) <= {args.max_speech_wer}" if args.asr_url
                else "speech WER not measured (pass --asr-url of a Qwen3-ASR server)")
-        return [f"cwd: {where}", f"placement: {args.gpus} GPU(s): {PLACEMENTS[args.gpus][0]}",
+        version, source = self.omni_version(args)
+        return [f"cwd: {where}", f"placement: {args.gpus} GPU(s): {PLACEMENTS[args.gpus]}; "
+                                 f"flags spelt for sglang-omni {version} ({source})",
                 f"quality: {asr}; seam score <= {args.max_seam} at every chunk join"]
 
     def _sentence(self, args, index):

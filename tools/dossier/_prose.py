@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections import defaultdict
+from bisect import bisect_right
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -34,7 +35,19 @@ Sentence = tuple[str, int, str, str]  # (section, line, raw text, normalized sha
 
 def normalize_sentence(sentence: str) -> str:
     """Sentence shape with code, paths, identifiers and numbers blanked to one token."""
-    return " ".join(_BLANKABLE.sub(" x ", sentence).lower().split())
+    return " ".join(_shape_words(sentence))
+
+
+# What any _BLANKABLE match needs: a backtick, a digit, or a `/_.` that a word character
+# follows (through `[\w./-]`, as the path alternative's closing \b demands); a sentence
+# without one (a full stop before a space does not count) is its own shape, lower-cased.
+_MAY_BLANK = re.compile(r"[`\d_]|[/.][\w./-]*\w")
+
+
+def _shape_words(sentence: str) -> list[str]:
+    if _MAY_BLANK.search(sentence) is None:
+        return sentence.lower().split()
+    return _BLANKABLE.sub(" x ", sentence).lower().split()
 
 
 def paragraphs(section):
@@ -72,18 +85,18 @@ def sentences(card) -> list[Sentence]:
             continue
         for start, lines in paragraphs(sec):
             text = " ".join(lines)
-            offsets, pos = [], 0
-            for i, l in enumerate(lines):
-                offsets.append((pos, start + i))
+            offsets, pos = [], 0  # where each line starts in `text`: line start + i
+            for l in lines:
+                offsets.append(pos)
                 pos += len(l) + 1
             cursor = 0
             for part in _SENTENCE_END.split(text):
                 idx = text.find(part, cursor)
                 cursor = idx + len(part)
-                norm = normalize_sentence(part)
-                if sum(1 for w in norm.split() if w != _BLANK) >= MIN_SENTENCE_WORDS:
-                    line = max(n for off, n in offsets if off <= max(idx, 0))
-                    out.append((name, line, part.strip(), norm))
+                words = _shape_words(part)
+                if len(words) - words.count(_BLANK) >= MIN_SENTENCE_WORDS:
+                    line = start + bisect_right(offsets, max(idx, 0)) - 1
+                    out.append((name, line, part.strip(), " ".join(words)))
     return out
 
 
@@ -95,9 +108,9 @@ def shingles(sents: list[Sentence], k: int = SHINGLE_WORDS) -> dict[str, set[str
     # Keep a deterministic quarter of the shingles (by CRC): overlap ratios survive the
     # sampling and the inverted index in near_copies shrinks fourfold.
     out = {}
+    crc = zlib.crc32
     for name, w in words.items():
-        grams = {" ".join(w[i:i + k]) for i in range(max(0, len(w) - k + 1))}
-        out[name] = {g for g in grams if not zlib.crc32(g.encode()) & 3}
+        out[name] = {g for g in map(" ".join, zip(*(w[i:] for i in range(k)))) if not crc(g.encode()) & 3}
     return out
 
 
@@ -109,22 +122,21 @@ def near_copies(sections: dict[str, dict[str, set[str]]]) -> dict[tuple[str, str
     only sections that share shingles are ever compared.
     """
     kept = {}
-    postings: dict[tuple, list] = defaultdict(list)
+    postings: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))  # section -> shingle -> ids
     for cid, per_section in sections.items():
         for name, sh in per_section.items():
             if len(sh) >= MIN_SHINGLES:
                 kept[(cid, name)] = sh
+                by_shingle = postings[name]
                 for s in sh:
-                    postings[(name, s)].append(cid)
+                    by_shingle[s].append(cid)
     result = {}
+    chain = __import__("itertools").chain.from_iterable
     for (cid, name), sh in kept.items():
-        overlap: dict[str, int] = defaultdict(int)
-        for s in sh:
-            for other in postings[(name, s)]:
-                if other != cid:
-                    overlap[other] += 1
-        for other, n in sorted(overlap.items()):
-            if n >= 0.5 * min(len(sh), len(kept[(other, name)])):
+        overlap = Counter(chain(map(postings[name].__getitem__, sh)))  # each id is once per shingle list
+        # a pass needs n >= 0.5 * min(sizes) >= 0.5 * MIN_SHINGLES, so n == 1 never passes
+        for other in sorted(o for o, n in overlap.items() if n >= 2 and o != cid):
+            if overlap[other] >= 0.5 * min(len(sh), len(kept[(other, name)])):
                 result[(cid, name)] = other
                 break
     return result

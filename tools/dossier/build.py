@@ -95,10 +95,14 @@ def inputs_digest(ctx: KnowledgeBase) -> str:
     """Hash of everything a generated file is rendered from, the renderer's own code included."""
     h = hashlib.sha256()
     package = Path(__file__).parent
-    paths = sorted(p for g in _INPUT_GLOBS for p in ctx.root.glob(g))
-    paths += sorted(package.glob("*.py")) + sorted(package.glob("templates/*.j2"))
-    for path in paths:
-        h.update(str(path.relative_to(ctx.root) if path.is_relative_to(ctx.root) else path.name).encode())
+    # Each file is named by where it sits in its own tree (the knowledge base, or the package as
+    # `dossier/...`), never by where the package is installed: an editable checkout, a wheel and
+    # a copy elsewhere hash alike, so `dossier build` on a clean clone changes nothing.
+    named = [(p.relative_to(ctx.root).as_posix(), p) for p in sorted(p for g in _INPUT_GLOBS for p in ctx.root.glob(g))]
+    code = sorted(package.glob("*.py")) + sorted(package.glob("templates/*.j2"))
+    named += [("dossier/" + p.relative_to(package).as_posix(), p) for p in code]
+    for name, path in named:
+        h.update(name.encode())
         h.update(b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 

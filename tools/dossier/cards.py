@@ -33,8 +33,13 @@ def is_fence(line: str) -> bool:
     """Whether the line opens or closes a fenced code block (``` or ~~~, as CommonMark has it).
 
     The one fence test: card parsing, prose rules and the site must agree on what is code.
+    Equal to `FENCE.match(line)` (its tail always matches, and `str.lstrip` strips what
+    the regex's whitespace class matches), without a regex call on every line of every card.
     """
-    return bool(FENCE.match(line))
+    return line.lstrip().startswith(_FENCE_OPENERS)
+
+
+_FENCE_OPENERS = ("```", "~~~")
 
 
 @dataclass
@@ -50,21 +55,28 @@ class Section:
     name: str
     line: int
     body: list[tuple[int, str]] = field(default_factory=list)
+    _prose: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def text(self) -> str:
         return "\n".join(t for _, t in self.body).strip()
 
     def prose(self) -> str:
-        """Body without fenced code blocks and headings."""
-        out, fenced = [], False
-        for _, t in self.body:
-            if is_fence(t):
-                fenced = not fenced
-                continue
-            if not fenced and not t.startswith("#"):
-                out.append(t)
-        return re.sub(r"<!--.*?-->", " ", "\n".join(out), flags=re.DOTALL).strip()
+        """Body without fenced code blocks and headings (computed once: several rules read it)."""
+        if self._prose is None:
+            out, fenced = [], False
+            for _, t in self.body:
+                if is_fence(t):
+                    fenced = not fenced
+                    continue
+                if not fenced and not t.startswith("#"):
+                    out.append(t)
+            text = "\n".join(out)
+            self._prose = (_COMMENT.sub(" ", text) if "<!--" in text else text).strip()
+        return self._prose
+
+
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
 @dataclass
@@ -100,10 +112,13 @@ class Card:
         return f"{self.path.parent.name}/{self.path.stem}"
 
 
+_META_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
+
+
 def _meta_key_lines(lines: list[str]) -> dict[str, int]:
     out = {}
     for i, line in enumerate(lines, start=2):
-        m = re.match(r"^([A-Za-z_][\w-]*):", line)
+        m = _META_KEY.match(line)
         if m:
             out[m.group(1)] = i
     return out
@@ -150,7 +165,8 @@ def parse_card(path: Path, text: str) -> Card:
             if current:
                 current.body.append((number, line))
             continue
-        m = None if fenced else _HEADING.match(line)
+        # _HEADING needs "##" first, _EXCERPT_HEAD "###": most lines skip both regexes.
+        m = None if fenced or not line.startswith("##") else _HEADING.match(line)
         if m and len(m.group(1)) == 2:
             current = Section(m.group(2), number)
             sections.setdefault(current.name, current)
@@ -160,7 +176,7 @@ def parse_card(path: Path, text: str) -> Card:
             continue
         current.body.append((number, line))
         if current.name == "Key code excerpts":
-            em = None if fenced else _EXCERPT_HEAD.match(line)
+            em = None if fenced or m is None else _EXCERPT_HEAD.match(line)
             if em:
                 excerpt = Excerpt(em.group(1), em.group(2), number)
                 excerpts.append(excerpt)
@@ -172,7 +188,7 @@ def parse_card(path: Path, text: str) -> Card:
                 reviewed.setdefault(group, [])
                 if group not in FILE_GROUPS:
                     strays.append((number, f"subsection '### {group}' is not a role: use one of {', '.join(FILE_GROUPS)}"))
-            elif _BULLET.match(line):
+            elif line.lstrip()[:1] in ("-", "*") and _BULLET.match(line):
                 bm = _BULLET_PATH.match(line)
                 if group is None:
                     strays.append((number, "bullet outside a role subsection (### Runtime, ### Tests, ...)"))

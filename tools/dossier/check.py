@@ -37,23 +37,38 @@ def _run(rule, ctx, card=None) -> list[Finding]:
                         f"internal error in rule {rule.code}{where}: {type(exc).__name__}: {exc}")]
 
 
+def _prefetch(ctx, name: str) -> None:
+    """Compute one KnowledgeBase property ahead of the rule that reads it; a failure is left
+    for that rule to meet again (and report) when it reads the property itself."""
+    try:
+        getattr(ctx, name)
+    except Exception:  # noqa: BLE001 - not cached, so the reading rule computes it and reports
+        pass
+
+
 def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
     _validate_codes(select)
     _validate_codes(ignore)
     findings: list[Finding] = []
-    cards, unreadable = ctx.loaded
-    for path, why in unreadable:
-        if _selected("S001", select, ignore):
-            findings.append(Finding(ctx.rel(path), 1, 1, "S001", why))
     card_rules = [r for r in RULES.values() if r.scope == "card" and _selected(r.code, select, ignore)]
     project_rules = [r for r in RULES.values() if r.scope == "project" and _selected(r.code, select, ignore)]
+    # Subprocess waits first (lane dry-runs, lane option probes): on a second core they cost
+    # no wall time while the rules run; cards are loaded only after they have started.
     background = []
+    for name in dict.fromkeys(n for r in card_rules + project_rules for n in r.prefetch):
+        thread = threading.Thread(target=_prefetch, args=(ctx, name), daemon=True)
+        thread.start()
+        background.append((thread, []))
     for r in [r for r in project_rules if r.background]:
         project_rules.remove(r)
         box: list = []
         thread = threading.Thread(target=lambda r=r, box=box: box.extend(_run(r, ctx)), daemon=True)
         thread.start()
         background.append((thread, box))
+    cards, unreadable = ctx.loaded
+    for path, why in unreadable:
+        if _selected("S001", select, ignore):
+            findings.append(Finding(ctx.rel(path), 1, 1, "S001", why))
     for card in cards:
         noqa = (card.meta or {}).get("noqa") if isinstance((card.meta or {}).get("noqa"), dict) else {}
         for r in card_rules:

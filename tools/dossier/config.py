@@ -27,6 +27,9 @@ class Repo:
     pinned: str | None = None  # upstream SHA the knowledge base is current to ("as of")
     pinned_date: str | None = None
     pinned_pr: int | None = None  # the PR that commit landed
+    release: str | None = None  # the newest release on the package index: the second "as of"
+    release_date: str | None = None
+    package: str | None = None  # its name on the package index
 
     @property
     def as_of(self) -> str:
@@ -162,16 +165,63 @@ def parse_pr_number(text) -> int:
     return value
 
 
-def find_root(start: Path | None = None) -> Path:
+# Written by scripts/install-skill into the environment the `dossier` command runs from: the
+# skill folder that command belongs to, so it finds its knowledge base from any directory.
+SKILL_ROOT_MARKER = "dossier-skill-root"
+
+
+def _has_config(folder: Path | None) -> bool:
+    return folder is not None and (folder / CONFIG_NAME).is_file()
+
+
+def installed_root() -> Path | None:
+    """The skill folder the running `dossier` belongs to, or None.
+
+    An installed skill leaves a marker in its environment; an editable install inside a
+    checkout belongs to that checkout (the package lives at <root>/tools/dossier).
+    """
+    marker = Path(sys.prefix) / SKILL_ROOT_MARKER
+    try:
+        folder = Path(marker.read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        folder = None
+    if _has_config(folder):
+        return folder.resolve()
+    checkout = Path(__file__).resolve().parents[2]
+    return checkout if _has_config(checkout) else None
+
+
+def _cwd_root(start: Path | None = None) -> Path | None:
     here = (start or Path.cwd()).resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / CONFIG_NAME).is_file():
-            return candidate
-    raise DossierError(f"no {CONFIG_NAME} found in {here} or any parent; pass --root")
+    return next((c for c in (here, *here.parents) if _has_config(c)), None)
 
 
-def load_config(root: Path | None = None) -> Config:
-    root = find_root(root) if root is None or not (root / CONFIG_NAME).is_file() else root.resolve()
+def find_root(start: Path | None = None, *, prefer_installed: bool = False) -> Path:
+    """The knowledge base to use when no --root or DOSSIER_ROOT names one.
+
+    Reading commands (find, lanes, radar, trace, repro) prefer the skill folder the command
+    belongs to, so they work from the user's own checkout; writing commands (check, build,
+    fetch, new, ...) prefer the working directory's parents, so a contributor edits the
+    checkout they stand in.
+    """
+    order = (installed_root, lambda: _cwd_root(start)) if prefer_installed else (lambda: _cwd_root(start), installed_root)
+    for candidate in order:
+        found = candidate()
+        if found is not None:
+            return found
+    here = (start or Path.cwd()).resolve()
+    raise DossierError(f"no {CONFIG_NAME} found in {here} or any parent, and no installed skill: "
+                       "set DOSSIER_ROOT, pass --root, or install the skill (scripts/install-skill)")
+
+
+def load_config(root: Path | None = None, *, prefer_installed: bool = False) -> Config:
+    if root is None:
+        root = find_root(prefer_installed=prefer_installed)
+    else:  # --root or DOSSIER_ROOT: that folder or one above it, never an installed skill instead
+        found = _cwd_root(root)
+        if found is None:
+            raise DossierError(f"no {CONFIG_NAME} found in {root.resolve()} or any parent (--root / DOSSIER_ROOT)")
+        root = found
     path = root / CONFIG_NAME
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -183,8 +233,14 @@ def load_config(root: Path | None = None) -> Config:
         pinned = spec.get("pinned")
         if pinned is not None and not re.fullmatch(r"[0-9a-f]{40}", str(pinned)):
             raise DossierError(f"{path}: repos.{name}.pinned must be a full 40-hex upstream SHA")
+        release = spec.get("release")
+        if release is not None and not re.fullmatch(r"\d+(\.\d+)+(\.post\d+|rc\d+)?", str(release)):
+            raise DossierError(f"{path}: repos.{name}.release must be a version such as 0.5.23, got {release!r}")
         repos[name] = Repo(name, spec["upstream"], spec.get("default_branch", "main"), pinned,
-                           str(spec["pinned_date"]) if spec.get("pinned_date") else None, spec.get("pinned_pr"))
+                           str(spec["pinned_date"]) if spec.get("pinned_date") else None, spec.get("pinned_pr"),
+                           str(release) if release else None,
+                           str(spec["release_date"]) if spec.get("release_date") else None,
+                           spec.get("package") or name)
     families = {}
     for name, spec in data.get("families", {}).items():
         globs = {r: tuple(g) for r, g in spec.get("globs", {}).items()}

@@ -1,10 +1,10 @@
 """What upstream accepts from a lane: request bodies, forms, websocket events, Engine calls, launch flags.
 
-Two kinds of target. The released sglang wheel that scripts/bootstrap installs (no
-dependencies, outside site-packages) is read for real: its pydantic and msgspec request
-models are imported without running `sglang/__init__.py` (which needs torch), by registering
-empty parent packages. The pinned commits are read from the facts `dossier tree` stored in
-references/trees/<repo>.contract.json (names and annotation text, no code).
+Two kinds of target (dossier.upstream_targets): the released wheels of sglang and sglang-omni
+that scripts/bootstrap installs, whose pydantic and msgspec request models are used as they
+are, and the pinned commits, from the facts `dossier tree` stored in
+references/trees/<repo>.contract.json (names and annotation text, no code). CLI and server
+arguments are AST facts for both.
 
 A lane's request arrives as a `Call`-like object (playbook/lanes/_lane.py): kind, method,
 path, body, files, events. Every problem comes back as one line naming the upstream model.
@@ -12,128 +12,15 @@ path, body, files, events. Every problem comes back as one line naming the upstr
 
 from __future__ import annotations
 
-import importlib
-import json
-import os
-import re
 import shlex
-import sys
-import types
-from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from . import upstream_args, upstream_facts
-from .errors import DossierError
-from .upstream_types import Problem, Schema, form_value_problems
+from .upstream_targets import (RELEASE_REPOS, ReleaseMissing, Target, installed_release,  # noqa: F401 (re-exported)
+                               load_pinned, load_release, release_folder, release_version)
+from .upstream_types import Problem, form_value_problems
 
 F = upstream_facts.SGLANG_FILES
-_PACKAGES = ("sglang", "sglang.srt", "sglang.srt.entrypoints", "sglang.srt.entrypoints.openai",
-             "sglang.srt.entrypoints.openai.realtime", "sglang.api", "sglang.api.v1")
-_ENV_NAME = re.compile(r"\b(SGLANG_[A-Z0-9_]+)\b")
-
-
-class ReleaseMissing(DossierError):
-    """The sglang wheel the contract names is not installed (run ./scripts/bootstrap)."""
-
-
-def release_version(root: Path) -> str:
-    """The sglang release pinned in pyproject.toml ([tool.dossier.contract] sglang)."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
-    try:
-        with open(root / "pyproject.toml", "rb") as fh:
-            return str(tomllib.load(fh)["tool"]["dossier"]["contract"]["sglang"])
-    except (OSError, KeyError, tomllib.TOMLDecodeError) as exc:
-        raise DossierError(f"pyproject.toml: no [tool.dossier.contract] sglang version ({exc})") from None
-
-
-def release_folder(version: str) -> Path:
-    """Where scripts/bootstrap put the wheel: .venv/upstream/sglang-<version> of this interpreter."""
-    override = os.environ.get("DOSSIER_UPSTREAM_SGLANG")
-    return Path(override) if override else Path(sys.prefix) / "upstream" / f"sglang-{version}"
-
-
-# ------------------------------------------------------------------------------- targets
-
-
-@dataclass
-class Target:
-    repo: str                 # sglang | sglang-omni
-    version: str              # a release ("0.5.23") or the pinned commit
-    pinned: bool
-    facts: dict
-    env: set[str] = field(default_factory=set)
-    modules: dict = field(default_factory=dict)  # the release's imported protocol modules
-
-    @property
-    def label(self) -> str:
-        return f"{self.repo} pinned {self.version[:12]}" if self.pinned else f"{self.repo} {self.version}"
-
-    def schema(self, path: str) -> Schema:
-        return Schema(self.facts.get("models", {}).get(path, {}))
-
-
-def _reader(folder: Path):
-    def read(path: str) -> str | None:
-        file = folder / path.removeprefix("python/")
-        return file.read_text(encoding="utf-8", errors="replace") if file.is_file() else None
-    return read
-
-
-def _import_protocols(folder: Path) -> dict:
-    """protocol.py, realtime/protocol.py and api_types.py of the wheel, with no sglang/__init__.py run."""
-    current = sys.modules.get("sglang")
-    if current is not None and getattr(current, "__dossier_contract__", None) != str(folder):
-        raise DossierError(f"another sglang package is already imported ({getattr(current, '__file__', '?')})")
-    for name in _PACKAGES:
-        module = types.ModuleType(name)
-        module.__path__ = [str(folder / name.replace(".", "/"))]
-        module.__dossier_contract__ = str(folder)
-        sys.modules[name] = module
-    # protocol.py imports one helper from sglang/utils.py, whose own imports (numpy, IPython,
-    # requests, sglang.srt.environ) the contract does not need: a stub module holds that helper.
-    utils = types.ModuleType("sglang.utils")
-    utils.convert_json_schema_to_str = lambda schema: schema if isinstance(schema, str) else json.dumps(schema)
-    sys.modules["sglang.utils"] = utils
-    names = {"protocol": "sglang.srt.entrypoints.openai.protocol",
-             "realtime": "sglang.srt.entrypoints.openai.realtime.protocol", "api_types": "sglang.api.v1.api_types"}
-    try:
-        return {key: importlib.import_module(name) for key, name in names.items()}
-    except ImportError as exc:
-        raise DossierError(f"cannot import sglang's protocol modules from {folder}: {exc} "
-                           "(./scripts/bootstrap installs the contract extra)") from None
-
-
-@lru_cache(maxsize=None)
-def load_release(folder: str) -> Target:
-    """The installed sglang release as a target: its real models plus AST facts of its other files."""
-    base = Path(folder)
-    dist = sorted(base.glob("sglang-*.dist-info"))
-    if not (base / "sglang" / "srt").is_dir() or not dist:
-        raise ReleaseMissing(f"no sglang wheel at {base}: run ./scripts/bootstrap")
-    version = dist[-1].name[len("sglang-"):-len(".dist-info")]
-    read = _reader(base)
-    paths = ["python/" + p.relative_to(base).as_posix()
-             for p in (base / "sglang/srt/arg_groups/fields").glob("*.py")]
-    facts = upstream_facts.sglang_contract(read, paths)
-    env = set(_ENV_NAME.findall(read("python/sglang/srt/environ.py") or ""))
-    return Target("sglang", version, False, facts, env, _import_protocols(base))
-
-
-def load_pinned(root: Path, repo: str) -> Target:
-    """A pinned commit as a target, from references/trees/<repo>.contract.json (and its env listing)."""
-    from .trees import contract_path, pinned_names
-
-    path = contract_path(root, repo)
-    try:
-        facts = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DossierError(f"{path.relative_to(root)}: unreadable ({exc}); run `dossier tree {repo} --clone PATH`") from None
-    env = pinned_names(root)[1] if repo == "sglang" else set()
-    return Target(repo, facts["commit"], True, facts, env)
 
 
 # ------------------------------------------------------------------------------ requests
@@ -194,8 +81,11 @@ def _say(call, target: Target, model: str, file: str, problems: list[Problem]) -
 def _chat(target: Target, call) -> list[str]:
     if target.repo == "sglang-omni":
         file = upstream_facts.OMNI_FILES["protocol"]
-        return _say(call, target, "ChatCompletionRequest", file,
-                    target.schema(file).check_model(call.body, "ChatCompletionRequest"))
+        if target.modules:
+            problems = _pydantic_problems(target.modules["protocol"].ChatCompletionRequest, call.body)
+        else:
+            problems = target.schema(file).check_model(call.body, "ChatCompletionRequest")
+        return _say(call, target, "ChatCompletionRequest", file, problems)
     model = "ChatCompletionRequest"
     if target.modules:
         problems = _pydantic_problems(getattr(target.modules["protocol"], model), call.body)
@@ -269,10 +159,18 @@ def _realtime(target: Target, call, release: Target | None) -> list[str]:
 
 def _speech(target: Target, call) -> list[str]:
     file, model = upstream_facts.OMNI_FILES["protocol"], "CreateSpeechRequest"
-    problems = target.schema(file).check_model(call.body, model)
+    service = upstream_facts.OMNI_FILES["speech_service"]
+    if target.modules:
+        problems = _pydantic_problems(target.modules["protocol"].CreateSpeechRequest, call.body)
+    else:
+        problems = target.schema(file).check_model(call.body, model)
+    for key, allowed in target.facts.get("allowed", {}).get(model, {}).items():
+        value = call.body.get(key)
+        if isinstance(value, str) and value.strip().lower() not in allowed:  # normalize_response_format
+            problems.append(Problem(key, f"{value!r} is refused (allowed: {allowed}) ({service})"))
     for rule in target.facts.get("rules", {}).get(model, []):
         if all(call.body.get(k) == v for k, v in rule["when"].items()):
-            problems += [Problem(k, f"must be {v!r} when {rule['when']} ({upstream_facts.OMNI_FILES['speech_service']})")
+            problems += [Problem(k, f"must be {v!r} when {rule['when']} ({service})")
                          for k, v in rule["require"].items() if call.body.get(k, v) != v]
     return _say(call, target, model, file, problems)
 
@@ -303,15 +201,16 @@ def check_call(target: Target, call, strict: bool = True, release: Target | None
 # -------------------------------------------------------------------------------- launch
 
 
-def _history(flag: str, target: Target, others) -> str:
+def _history(flag: str, target: Target, others, script: str | None = None) -> str:
     """Where else the flag exists, so a failure says in which version it appeared or vanished.
 
-    The release under test is newer than the pin (0.5.23 of 2026-10-30 vs 2026-08-22);
-    `dossier tree` moves the pin and pyproject.toml the release, both forward.
+    The releases under test are newer than the pins (sglang 0.5.23 of 2026-10-30, sglang-omni
+    0.1.9 of 2026-10-21, vs 2026-08-22); `dossier tree` moves the pins and pyproject.toml the
+    releases, both forward.
     """
     for other in others:
-        table = _options(other, None)
-        if table and upstream_args.resolve(flag, table)[0]:
+        table = _options(other, script)
+        if table and upstream_args.resolve(flag, table, other.repo == "sglang")[0]:
             if other.pinned and not target.pinned:
                 return f"; {other.label} has it, so it vanished between the pin and {target.version}"
             if target.pinned and not other.pinned:
@@ -320,23 +219,42 @@ def _history(flag: str, target: Target, others) -> str:
 
 
 def _options(target: Target, script: str | None) -> dict:
+    """The option table of the launcher: sglang's ServerArgs, `sgl-omni serve`, or an example script's argparse."""
     if target.repo == "sglang":
         return target.facts.get("server_options", {})
+    if script is None or script == "serve":
+        return target.facts.get("cli", {}).get("serve", {}).get("options", {})
     launchers = target.facts.get("launchers", {})
-    return next((t for p, t in launchers.items() if script and script.endswith(p)), {}) if script else \
-        next(iter(launchers.values()), {})
+    return next((t for p, t in launchers.items() if script.endswith(p)), {})
+
+
+def _omni_launcher(argv: list[str]) -> str | None:
+    """"serve" for `sgl-omni serve ...`, the script of `python examples/x.py ...`, else None."""
+    if len(argv) > 1 and Path(str(argv[0])).name == upstream_facts.OMNI_CLI and argv[1] == "serve":
+        return "serve"
+    return next((w for w in argv[1:] if str(w).endswith(".py")), None)
 
 
 def check_launch(target: Target, argv: list[str], env: dict, others=()) -> list[str]:
     """Problems of a launch command (and its environment) for `target`'s argument definitions."""
-    script = next((w for w in argv[1:] if w.endswith(".py")), None)
+    script = _omni_launcher(argv) if target.repo == "sglang-omni" else None
     table = _options(target, script)
-    where = "ServerArgs (python/sglang/srt/server_args.py, arg_groups/fields/*.py)" if target.repo == "sglang" \
-        else f"the argparse of {script}"
+    if target.repo == "sglang":
+        where = "ServerArgs (python/sglang/srt/server_args.py, arg_groups/fields/*.py)"
+    elif script == "serve":
+        where = f"`{upstream_facts.OMNI_CLI} serve` ({upstream_facts.OMNI_FILES['cli']})"
+    else:
+        where = f"the argparse of {script}"
     if not table:
         return [f"launch: {target.label} has no known launcher for {shlex.join(map(str, argv[:3]))}"]
-    out = [f"launch flag {flag} {why} in {target.label} {where}{_history(flag, target, others)}"
-           for flag, why in upstream_args.check_argv(argv, table)]
+    if script == "serve":
+        serve = target.facts["cli"]["serve"]
+        problems = upstream_args.check_typer_argv(list(map(str, argv[2:])), table, serve.get("stage_overrides"),
+                                                  serve.get("extra_args", False))
+    else:
+        problems = upstream_args.check_argv(argv, table)
+    out = [f"launch flag {flag} {why} in {target.label} {where}{_history(flag, target, others, script)}"
+           for flag, why in problems]
     out += [f"launch env {name}: not an environment variable of {target.label} (srt/environ.py)"
             for name in env if name.startswith("SGLANG_") and target.env and name not in target.env]
     return out

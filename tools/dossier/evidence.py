@@ -210,7 +210,11 @@ def write_lock(path: Path, lock: dict) -> None:
 
 
 def load_lock(path: Path) -> dict:
-    text = read_text(path)
+    return parse_lock(read_text(path), path)
+
+
+def parse_lock(text: str, path: Path) -> dict:
+    """A lock from the text of `path`, or one DossierError line saying why it is none."""
     try:
         lock = json.loads(text)
     except json.JSONDecodeError as exc:

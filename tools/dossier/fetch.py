@@ -88,13 +88,45 @@ def store_lock(config: Config, repo: str, pr: int, lock: dict) -> FetchResult:
     return FetchResult(pr, path, changed=changed)
 
 
+def normalise_newlines(diff: bytes) -> bytes:
+    """A diff saved with CRLF line ends (Windows, some web views) read as git wrote it, with LF.
+
+    Only when the diff's own header lines end in CR: a file with CRLF content keeps its CRs.
+    """
+    headers = [l for l in diff.split(b"\n") if l.startswith((b"diff --git ", b"--- ", b"+++ ", b"@@ "))]
+    if headers and all(l.endswith(b"\r") for l in headers):
+        return diff.replace(b"\r\n", b"\n")
+    return diff
+
+
 def lock_from_diff(config: Config, repo: str, pr: int, diff: bytes, title: str, state: str,
-                   merged: str | None = None) -> FetchResult:
+                   merged: str | None = None, force: bool = False) -> FetchResult:
+    """The lock of a saved diff. Replacing an existing, different lock needs `force`."""
     reg = config.repo(repo)
     if not diff.strip():
         raise DossierError("the diff is empty; nothing to lock")
+    diff = normalise_newlines(diff)
     meta = {"pr": pr, "title": title, "state": state, "merged": merged}
     lock = build_lock(meta, diff, {"kind": "diff"}, repo, reg.pr_url(pr))
     if not lock["files"]:
         raise DossierError("no unified diff found in the input (expected `diff --git` or ---/+++ file headers)")
+    path = config.lock_path(repo, pr)
+    if not force and (path.exists() or path.is_symlink()):
+        from .evidence import dump_lock
+
+        old = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        if old != dump_lock(lock):
+            kind = _lock_kind(old)
+            raise DossierError(f"{path.relative_to(config.root)}: a lock already exists{kind} and this diff would "
+                               "replace it; pass --force to replace it")
     return store_lock(config, repo, pr, lock)
+
+
+def _lock_kind(text: str | None) -> str:
+    import json
+
+    try:
+        kind = json.loads(text or "").get("source", {}).get("kind")
+    except (ValueError, AttributeError):
+        return ""
+    return f" (from {kind})" if kind else ""

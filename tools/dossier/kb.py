@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -9,10 +11,17 @@ from pathlib import Path
 from .cards import MAX_CARD_BYTES, Card, parse_card
 from .config import Config
 from .errors import DossierError
-from .evidence import load_lock
-from .fsio import read_text, refuse_outside
+from .evidence import load_lock, parse_lock
+from .fsio import MAX_READ_BYTES, read_text, refuse_outside
 
 TREES_DIR = "references/trees"
+
+
+def _lstat(path: Path) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except (OSError, ValueError):
+        return None
 
 
 @dataclass
@@ -25,18 +34,39 @@ class KnowledgeBase:
     locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error), see lock_for
     rel_paths: dict = field(default_factory=dict)  # Path -> root-relative text, see rel
     fresh_locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error) rebuilt from --source
+    resolved_dirs: dict = field(default_factory=dict)  # folder -> its resolved path (rel, _plain_text)
 
     @property
     def root(self) -> Path:
         return self.config.root
 
+    def _resolved(self, folder: Path) -> Path:
+        if folder not in self.resolved_dirs:
+            self.resolved_dirs[folder] = folder.resolve()
+        return self.resolved_dirs[folder]
+
     def rel(self, path: Path) -> str:
         if path not in self.rel_paths:
             try:  # the folder resolved, not the file: a symlinked card is named as itself
-                self.rel_paths[path] = str((path.parent.resolve() / path.name).relative_to(self.root))
+                self.rel_paths[path] = str((self._resolved(path.parent) / path.name).relative_to(self.root))
             except ValueError:
                 self.rel_paths[path] = str(path)
         return self.rel_paths[path]
+
+    def _plain_text(self, path: Path, info: os.stat_result | None) -> str:
+        """`fsio.read_text(path, root)` with one lstat (`info`) and each folder resolved once.
+
+        A regular file (so no symlink) whose folder resolves inside the root resolves inside
+        it too; every other case (a link, a missing or odd file, a folder outside, bad UTF-8)
+        goes to `read_text`, so its error line stays the one reader's.
+        """
+        if (info is not None and stat.S_ISREG(info.st_mode) and info.st_size <= MAX_READ_BYTES
+                and self._resolved(path.parent).is_relative_to(self._resolved(self.root))):
+            try:
+                return path.read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                pass
+        return read_text(path, self.root)
 
     def all_card_paths(self) -> list[Path]:
         return sorted(self.config.cards_dir.glob("*/*.md"))
@@ -45,10 +75,11 @@ class KnowledgeBase:
         cards, unreadable = [], []
         for path in paths:
             try:
-                size = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
+                info = _lstat(path)
+                size = info.st_size if info is not None and stat.S_ISREG(info.st_mode) else 0
                 if size > MAX_CARD_BYTES:
                     raise DossierError(f"{path}: {size:,} bytes; a card is at most {MAX_CARD_BYTES:,}")
-                text = read_text(path, self.root)
+                text = self._plain_text(path, info)
             except DossierError as exc:
                 unreadable.append((path, str(exc).split(": ", 1)[-1]))
                 continue
@@ -86,8 +117,14 @@ class KnowledgeBase:
         key = (repo, pr)
         if key not in self.locks:
             path = self.config.lock_path(repo, pr)
-            if not path.exists() and not path.is_symlink():
+            info = _lstat(path)
+            if info is None or (not stat.S_ISLNK(info.st_mode) and not path.exists()):
                 self.locks[key] = (None, f"no evidence lock at {self.rel(path)}; run `dossier fetch {repo} {pr}`")
+            elif stat.S_ISREG(info.st_mode):
+                try:  # refuse_outside + load_lock, reading the file once
+                    self.locks[key] = (parse_lock(self._plain_text(path, info), path), None)
+                except DossierError as exc:
+                    self.locks[key] = (None, str(exc))
             else:
                 try:
                     refuse_outside(path, self.root)
@@ -248,9 +285,14 @@ class KnowledgeBase:
     @cached_property
     def release(self) -> dict | None:
         """The newest sglang release's paths, flags and env vars (references/trees), if listed."""
+        return self.releases.get("sglang")
+
+    @cached_property
+    def releases(self) -> dict[str, dict | None]:
+        """Per repo: its newest release's listing (references/trees/<repo>-release.json), or None."""
         from .trees import load_release
 
-        return load_release(self.root)
+        return {repo: load_release(self.root, repo) for repo in self.config.repos}
 
     @cached_property
     def pinned_names(self) -> tuple[set[str], set[str]] | None:
@@ -280,6 +322,18 @@ class KnowledgeBase:
         from .lane_options import lane_options
 
         return lane_options(self.root)
+
+    @cached_property
+    def lane_command_verdicts(self) -> dict[str, str | None]:
+        """The `--dry-run` verdict of every lane command the cards' Validation and the playbook's
+        `measure` give (dossier.lane_options), computed in one batch."""
+        from .lane_options import command_verdicts, lane_invocations
+
+        texts = [c.sections["Validation"].text for c in self.cards if "Validation" in c.sections]
+        texts += [f"`{e['measure']}`" for e in self.playbook.entries if isinstance(e.get("measure"), str)]
+        commands = [(script, args) for t in texts for _, script, args in lane_invocations(t)
+                    if script in self.lane_options and "options" in self.lane_options[script]]
+        return command_verdicts(self.root, commands)
 
     @cached_property
     def pinned_paths(self) -> dict[str, set[str]]:

@@ -9,6 +9,8 @@ the lane folder.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,49 @@ from pathlib import Path
 from .cache import DiskCache, content_key
 
 LANES_DIR = "playbook/lanes"
+_SCRIPT = re.compile(r"playbook/lanes/(\w+\.py)")
+_INLINE = re.compile(r"`([^`]+)`")
+_STOP = {";", "&&", "||", "|", ">", ">>", "2>&1", "&"}
+# A card may write a value as a placeholder ("--server-url <url>", "--media-dir <your clips>").
+_PLACEHOLDER = re.compile(r"<[^<>`]{1,60}>")
+PLACEHOLDER = "PLACEHOLDER"
+
+
+def lane_invocations(text: str) -> list[tuple[int, str, list[str]]]:
+    """(offset, lane script, its arguments) of every lane command in the code of `text`:
+    inline code spans (which may wrap across lines) and fenced blocks."""
+    spans: list[tuple[int, str]] = []
+    fenced, block, start = False, [], 0
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith(("```", "~~~")):
+            if fenced:
+                spans.append((start, "".join(block)))
+            fenced, block, start = not fenced, [], pos + len(line)
+        elif fenced:
+            block.append(line)
+        pos += len(line)
+    prose = re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1[^\n]*$", lambda m: " " * len(m.group(0)), text)
+    spans += [(m.start(1), m.group(1)) for m in _INLINE.finditer(prose)]
+    out = []
+    for offset, code in spans:
+        for m in _SCRIPT.finditer(code):
+            rest = code[m.end():].replace("\\\n", " ").replace("\n", " ")
+            rest = _PLACEHOLDER.sub(PLACEHOLDER, rest)  # "<dir of clips>" is one value, not three words
+            try:
+                words = shlex.split(rest)
+            except ValueError:
+                words = rest.split()
+            args = []
+            for w in words:
+                if w in _STOP or _SCRIPT.search(w) or w in ("python", "python3"):
+                    break
+                args.append(w)
+            out.append((offset + m.start(), m.group(1), args))
+    return out
+
+
+
 _TIMEOUT = 60
 
 # Imports each lane (run_name other than __main__, so main() does not run), finds the Lane
@@ -70,3 +115,65 @@ def lane_options(root: Path) -> dict[str, dict]:
     cache.put(key, found)
     cache.save(keep={key})
     return found
+
+
+# Options that start work instead of describing it: a dry-run of a card's command leaves them out.
+_RUN_ONLY = {"--launch": 0, "--output": 1, "--log-dir": 1, "--compare": 2}
+
+
+def dry_run_argv(args: list[str]) -> list[str] | None:
+    """A card's lane arguments turned into a `--dry-run` (None for a `--compare` of two results)."""
+    if "--compare" in args:
+        return None
+    out, skip = [], 0
+    for word in args:
+        if skip:
+            skip -= 1
+            continue
+        flag = word.split("=", 1)[0]
+        if word == PLACEHOLDER and out and out[-1] == "--server-url":
+            word = "http://127.0.0.1:30000"  # any well-formed URL: a dry-run sends nothing
+        if flag in _RUN_ONLY:
+            skip = 0 if "=" in word else _RUN_ONLY[flag]
+            continue
+        out.append(word)
+    return out + ["--dry-run"]
+
+
+def command_verdicts(root: Path, commands: list[tuple[str, list[str]]]) -> dict[str, str | None]:
+    """Each lane command's `--dry-run` verdict: None when the lane takes it, else its error line.
+    Keyed by "script args"; run in one interpreter and cached by the lane folder's content."""
+    from .lanes import _BATCH
+
+    folder = Path(root) / LANES_DIR
+    files = sorted(folder.glob("*.py")) if folder.is_dir() else []
+    cache = DiskCache(root, "lane-commands")
+    base = content_key(sys.version, *files)
+    out: dict[str, str | None] = {}
+    todo = []
+    for script, args in commands:
+        argv = dry_run_argv(args)
+        if argv is None:
+            continue
+        key = f"{script} {json.dumps(argv)}"
+        hit = cache.get(content_key(base, key))
+        if hit is not None:
+            out[key] = hit[0]
+        elif key not in {k for k, _, _ in todo}:
+            todo.append((key, str(folder / script), argv))
+    if todo:
+        try:
+            res = subprocess.run([sys.executable, "-c", _BATCH], input=json.dumps([[p, a] for _, p, a in todo]),
+                                 capture_output=True, text=True, timeout=_TIMEOUT, cwd=root)
+            results = json.loads(res.stdout)
+        except (subprocess.TimeoutExpired, ValueError):
+            return out
+        for (key, _, _), (code, stdout, stderr) in zip(todo, results):
+            lines = (stderr.strip() or stdout.strip()).splitlines()
+            verdict = None if code == 0 else (lines[-1][:200] if lines else f"exit {code}")
+            if verdict and PLACEHOLDER in verdict:
+                verdict = None  # it refused the placeholder, not the card's options
+            out[key] = verdict
+            cache.put(content_key(base, key), [verdict])
+        cache.save()
+    return out

@@ -180,3 +180,18 @@ def dry_run_all(root: Path, lanes: list[dict]) -> dict[str, tuple[bool, str]]:
             cache.put(keys[lane["id"]], [ok, msg])
         cache.save(keep=set(keys.values()))
     return {lid: tuple(cache.get(key)) for lid, key in keys.items()}
+
+
+_GPU_MEMORY = re.compile(r"\b(peak )?GPU memory\b|\bOOM\b", re.I)
+
+
+def entry_flags(root: Path, entry_id: str, lane_id: str) -> list[str]:
+    """Lane flags a playbook entry's `measure` asks for: --gpu-memory when it names GPU memory or OOM."""
+    from .playbook import load
+
+    entry = next((e for e in load(root).entries if e.get("id") == entry_id), None)
+    if entry is None:
+        raise DossierError(f"no playbook entry {entry_id!r}")
+    if lane_id not in (entry.get("lanes") or []):
+        raise DossierError(f"entry {entry_id} does not name lane {lane_id} (it names: {', '.join(entry.get('lanes') or [])})")
+    return ["--gpu-memory"] if _GPU_MEMORY.search(str(entry.get("measure") or "")) else []

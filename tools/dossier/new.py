@@ -63,5 +63,9 @@ def new_card(config: Config, repo: str, pr: int) -> Path:
     path = config.card_path(repo, pr)
     if path.exists():
         raise DossierError(f"{path}: already exists; refusing to overwrite a card")
-    write_new(path, scaffold(load_lock(lock_path), config))
+    lock = load_lock(lock_path)
+    if lock.get("repo") != repo or lock.get("pr") != pr:
+        raise DossierError(f"{lock_path}: the lock is for {lock.get('repo')}#{lock.get('pr')}, not {repo}#{pr}; "
+                           "re-fetch it")
+    write_new(path, scaffold(lock, config))
     return path

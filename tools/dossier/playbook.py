@@ -148,6 +148,20 @@ def _with_defaults(entry: dict) -> dict:
     return entry
 
 
+def _radar_by_symptom(ctx) -> dict[str, list[dict]]:
+    """Radar items by the playbook entry ids they name: what upstream merged for them, what remains."""
+    from .radar import _row
+
+    out: dict[str, list[dict]] = {}
+    for item in (ctx.radar.items if ctx.radar else []):
+        if item.data.get("_not_mapping"):
+            continue
+        row = _row(ctx.config, item)
+        for sid in row["symptoms"]:
+            out.setdefault(sid, []).append(row)
+    return out
+
+
 def render_markdown(ctx) -> str:
     """references/playbook.md, grouped by sub-lane in SUBLANES order."""
     from .render import render
@@ -163,14 +177,19 @@ def render_markdown(ctx) -> str:
     if others:
         groups.append({"id": "other", "title": "Other", "entries": others})
     lanes = ctx.lanes
+    from . import release
     from . import supersede as sup
 
     today = {}
     for cid in existing:
         entry = sup.for_card(ctx.root, cid, ctx.supersession)
-        if entry and entry["state"] not in ("live", "n/a", "not on history"):
-            today[cid] = "at the pin: " + sup.summary(entry)
+        rel = release.for_card(ctx.releases, cid)
+        moved = entry and entry["state"] not in ("live", "n/a", "not on history")
+        if moved or (rel and rel["state"] in ("partly", "absent")):  # a card standing in both says nothing
+            today[cid] = "; ".join(x for x in ["at the pin: " + sup.summary(entry, brief=True) if entry else "",
+                                               release.phrase(rel)] if x)
+    radar = _radar_by_symptom(ctx)
     return render("playbook.md.j2", as_of=ctx.config.as_of,
-        groups=groups, total=len(entries), existing_cards=existing, lanes=lanes, today=today,
+        groups=groups, total=len(entries), existing_cards=existing, lanes=lanes, today=today, radar=radar,
         repos={name: r.upstream for name, r in ctx.config.repos.items()},
     )

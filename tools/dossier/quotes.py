@@ -84,10 +84,15 @@ def _find(run: Run, hunks: list[dict], dedent: int, after: tuple[int, int]) -> t
         if hi < after[0] or (run.hunk and hunk["header"] != run.hunk):
             continue
         seq = hunk.get("lines", [])
-        start = after[1] if hi == after[0] else 0
-        for off in range(start, len(seq) - n + 1):
-            if seq[off] == want[0] and seq[off:off + n] == want:
+        off, stop = (after[1] if hi == after[0] else 0), len(seq) - n + 1
+        while off < stop:
+            try:  # list.index finds each candidate first line at C speed
+                off = seq.index(want[0], off, stop)
+            except ValueError:
+                break
+            if seq[off:off + n] == want:
                 return hi, off
+            off += 1
     return None
 
 

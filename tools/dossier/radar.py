@@ -150,6 +150,11 @@ def validate(items: list[Item], repos=None) -> list[tuple[int, str]]:
                                  f"{name}: upstream_merged must be a list of {{pr: N, what: text}}"))
         if "remains" in d and (not isinstance(d["remains"], str) or not d["remains"].strip()):
             problems.append((item.at("remains"), f"{name}: remains must be non-empty text"))
+        rel = d.get("release")
+        if rel is not None and (not isinstance(rel, dict) or not rel.get("version") or not rel.get("file")
+                                or not isinstance(rel.get("symbols"), list) or not rel["symbols"]):
+            problems.append((item.at("release"), f"{name}: release must map version, file and symbols (a list): "
+                                                 "where the newest release holds what the pinned history lacks"))
         status = d.get("path_status")
         if status is not None:
             if not isinstance(status, dict):
@@ -205,6 +210,9 @@ def load_or_fail(config: Config, when_missing: str, hint: str = ""):
 
 def refresh(config: Config, api_url: str | None = None) -> RefreshReport:
     """Ask GitHub for the state of every numbered entry; return the new text and a report."""
+    from .extras import require
+
+    require("github", "dossier radar --refresh")
     import requests
     from github.GithubException import GithubException
 
@@ -285,7 +293,15 @@ def _row(config: Config, item: Item) -> dict:
         "upstream_merged": [{"pr": m["pr"], "what": text(m.get("what"))} for m in d.get("upstream_merged") or []
                             if isinstance(m, dict) and isinstance(m.get("pr"), int)],
         "remains": text(d.get("remains")),
+        "release": _release_row(d.get("release")),
     }
+
+
+def _release_row(rel) -> dict | None:
+    if not isinstance(rel, dict):
+        return None
+    return {"version": str(rel.get("version", "")), "file": str(rel.get("file", "")),
+            "symbols": [str(v) for v in rel.get("symbols") or []]}
 
 
 def render_markdown(ctx) -> str:

@@ -278,8 +278,11 @@ def live_fields(entry: dict) -> dict:
     return out
 
 
-def summary(entry: dict | None) -> str:
-    """One phrase for a card's state at the pin: "moved to a.py::f by #3", "reverted by #9", ..."""
+def summary(entry: dict | None, brief: bool = False) -> str:
+    """One phrase for a card's state at the pin: "moved to a.py::f by #3", "reverted by #9", ...
+
+    `brief` (the playbook): one new place, two PRs, no count of incidental touches.
+    """
     if not entry:
         return ""
     state = entry["state"]
@@ -288,11 +291,12 @@ def summary(entry: dict | None) -> str:
         return f"reverted by #{entry['reverted_by']}"
     text = state
     if state == "moved" and entry.get("moved_to"):
-        text += " to " + ", ".join(entry["moved_to"][:2])
+        text += " to " + ", ".join(entry["moved_to"][:1 if brief else 2])
     if by and state != "live":
-        text += (" by " if state in ("moved", "rewritten") else ", superseded by ") + ", ".join(label(e) for e in by[:4])
+        text += (" by " if state in ("moved", "rewritten") else ", superseded by ") + \
+            ", ".join(label(e) for e in by[:2 if brief else 4])
     inc = entry.get("incidental")
-    if inc and state != "live":
+    if inc and state != "live" and not brief:
         text += f" (+{inc['prs']} incidental touches)"
     return text
 

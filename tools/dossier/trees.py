@@ -225,6 +225,19 @@ def load_release(root: Path, repo: str = "sglang") -> dict | None:
         raise DossierError(f"{TREES_DIR}/{repo}-release.json: broken JSON at line {exc.lineno}") from None
 
 
+_FIELD = re.compile(r"^\s{4}([a-z][a-z0-9_]*)\s*:\s*(?:A\[|[A-Za-z])", re.M)
+_QUOTED_FLAG = re.compile(r"[\"'](--[a-z0-9][a-z0-9-]*)[\"']")
+
+
+def _flags_and_env(sources: dict[str, str], env_src: str) -> tuple[list[str], list[str]]:
+    """CLI flags of ServerArgs (`--field-name` of each field, plus quoted `--flags`) and SGLANG_ env names."""
+    flags = set()
+    for src in sources.values():
+        flags |= {"--" + f.replace("_", "-") for f in _FIELD.findall(src)}
+        flags |= set(_QUOTED_FLAG.findall(src))
+    return sorted(flags), sorted(set(_ENV.findall(env_src)))
+
+
 def pinned_names(root: Path) -> tuple[set[str], set[str]]:
     """sglang's flags and env vars at the pinned SHA (from references/trees/sglang.symbols.json)."""
     _, sym = listing_paths(root, "sglang")

@@ -2,14 +2,18 @@
 
 sglang declares its server arguments as annotated fields (`name: A[type, "help"]` or
 `A[type, Arg(aliases=..., choices=..., action=...)]`, each `--name-with-dashes`) plus a few
-explicit `parser.add_argument(...)` calls; launcher scripts use plain `add_argument`. Each
-option becomes {"dest", "arity", "choices"}: arity "none" (a switch), "one", "many",
+explicit `parser.add_argument(...)` calls; launcher scripts use plain `add_argument`.
+sglang-omni's `sgl-omni serve` is a typer command: each parameter of `serve` is an option
+(`Annotated[type, typer.Option("--name", "--alias")]`), and the words typer does not know
+go to the pipeline config as dotted stage overrides (`--thinker.tp_size 2`, since 0.1.4).
+Each option becomes {"dest", "arity", "choices"}: arity "none" (a switch), "one", "many",
 "optional" or "unknown" (a custom action we cannot judge).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 
 _SWITCH_ACTIONS = ("store_true", "store_false", "store_const", "count", "help", "version")
 
@@ -150,10 +154,15 @@ def fields(sources: dict[str, str]) -> list[str]:
     return sorted(out)
 
 
-def resolve(flag: str, table: dict[str, dict]) -> tuple[str | None, str]:
-    """The option argparse would match for `flag` (exact, else a unique prefix); (None, why) otherwise."""
+def resolve(flag: str, table: dict[str, dict], abbrev: bool = True) -> tuple[str | None, str]:
+    """The option argparse would match for `flag` (exact, else a unique prefix); (None, why) otherwise.
+
+    abbrev=False for click/typer, which take no abbreviations.
+    """
     if flag in table:
         return flag, ""
+    if not abbrev:
+        return None, "unrecognized"
     matches = sorted(o for o in table if o.startswith(flag) and o.startswith("--"))
     if len(matches) == 1:
         return matches[0], ""
@@ -162,7 +171,7 @@ def resolve(flag: str, table: dict[str, dict]) -> tuple[str | None, str]:
     return None, "unrecognized"
 
 
-def check_argv(argv: list[str], table: dict[str, dict]) -> list[tuple[str, str]]:
+def check_argv(argv: list[str], table: dict[str, dict], abbrev: bool = True) -> list[tuple[str, str]]:
     """(flag, problem) for each option in argv that the table refuses: unknown, ambiguous, bad choice, missing value."""
     out, i = [], 0
     while i < len(argv):
@@ -171,7 +180,7 @@ def check_argv(argv: list[str], table: dict[str, dict]) -> list[tuple[str, str]]
         if not word.startswith("--"):
             continue
         flag, _, inline = word.partition("=")
-        option, why = resolve(flag, table)
+        option, why = resolve(flag, table, abbrev)
         if option is None:
             out.append((flag, why))
             continue
@@ -191,3 +200,180 @@ def check_argv(argv: list[str], table: dict[str, dict]) -> list[tuple[str, str]]
         if choices and any(str(v) not in {str(c) for c in choices} for v in values):
             out.append((flag, f"value {values[0]!r} is not one of {choices}"))
     return out
+
+
+# ------------------------------------------------------------------------------ typer
+
+
+def _typer_option(arg: ast.arg, default) -> dict[str, dict] | None:
+    """Options of one `serve` parameter: `Annotated[T, typer.Option(*names)]` or `T = typer.Option(default, *names)`."""
+    ann, call = arg.annotation, None
+    if isinstance(ann, ast.Subscript) and ast.unparse(ann.value).endswith("Annotated") and isinstance(ann.slice, ast.Tuple):
+        type_node = ann.slice.elts[0]
+        call = next((m for m in ann.slice.elts[1:] if isinstance(m, ast.Call) and ast.unparse(m.func).endswith("Option")), None)
+        if call is None:
+            if any(isinstance(m, ast.Call) and ast.unparse(m.func).endswith("Argument") for m in ann.slice.elts[1:]):
+                return None
+        decls = [a for a in call.args if isinstance(_literal(a), str)] if call is not None else []
+    elif isinstance(default, ast.Call) and ast.unparse(default.func).endswith(("Option", "Argument")):
+        if ast.unparse(default.func).endswith("Argument"):
+            return None
+        type_node, call = ann, default
+        decls = [a for a in call.args[1:] if isinstance(_literal(a), str)]
+    else:
+        type_node, decls = ann, []  # a plain parameter: typer makes it an option of its own name
+    if type_node is None:
+        return None
+    arity, choices = _type_facts(type_node)
+    names: list[str] = []
+    for decl in decls:
+        names += [n for n in _literal(decl).split("/") if n.startswith("-")]
+    if arity == "many":
+        arity = "one"  # a typer list option takes one value per occurrence, repeated
+    if not names:  # typer's own spelling: --name-with-dashes, and --no-name for a bool
+        names = ["--" + arg.arg.replace("_", "-")]
+        if arity == "none":
+            names.append("--no-" + arg.arg.replace("_", "-"))
+    kw = {k.arg: k.value for k in call.keywords if k.arg} if call is not None else {}
+    if isinstance(_literal(kw.get("is_flag")), bool):
+        arity = "none" if _literal(kw["is_flag"]) else "one"
+    return {n: _option(arg.arg, arity, choices, "") for n in names}
+
+
+def typer_options(source: str | None, function: str, origin: str) -> dict[str, dict]:
+    """Every option string of the typer command `function` (its parameters, ctx excluded)."""
+    try:
+        tree = ast.parse(source or "")
+    except SyntaxError:
+        return {}
+    node = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function),
+                None)
+    if node is None:
+        return {}
+    a = node.args
+    positional = a.posonlyargs + a.args
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    out: dict[str, dict] = {}
+    for arg, default in list(zip(positional, defaults)) + list(zip(a.kwonlyargs, a.kw_defaults)):
+        if arg.arg == "ctx" or (arg.annotation is not None and ast.unparse(arg.annotation).endswith("Context")):
+            continue
+        for name, facts in (_typer_option(arg, default) or {}).items():
+            out[name] = dict(facts, origin=origin)
+    return dict(sorted(out.items()))
+
+
+def typer_command(source: str | None, name: str) -> dict | None:
+    """How `app.command(name, context_settings=...)` registers a command: {"extra_args": bool} (None when absent)."""
+    try:
+        tree = ast.parse(source or "")
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "command"
+                and node.args and _literal(node.args[0]) == name):
+            settings = next((k.value for k in node.keywords if k.arg == "context_settings"), None)
+            settings = _literal(settings) if settings is not None else {}
+            settings = settings if isinstance(settings, dict) else {}
+            return {"extra_args": bool(settings.get("allow_extra_args") and settings.get("ignore_unknown_options"))}
+    return None
+
+
+# ---------------------------------------------------------------- dotted stage overrides
+
+
+def _value(text: str):
+    """A flag's text as upstream's coercion reads it: JSON where it parses (1, 0.5, [0,1], true), else the string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def check_stage_override(flag: str, value: str | None, facts: dict) -> str | None:
+    """Why `--<stage>.<field>... value` is refused by the pipeline config's stage schema, or None.
+
+    facts: {"stages": {name: [stage classes]}, "top_fields": [...], "schema": models() facts of
+    config/schema.py}. The first segment's dashes read as underscores, as upstream normalises it.
+    """
+    from .upstream_types import Schema
+
+    head, _, rest = flag[2:].partition(".")
+    head = head.replace("-", "_")
+    if value is None:
+        return "expects a value"
+    stages = facts.get("stages", {})
+    if head not in stages:
+        if head in facts.get("top_fields", []) and not rest:
+            return None
+        return (f"does not start from a stage name of the Qwen3-Omni pipeline configs "
+                f"(stages: {', '.join(sorted(stages))})")
+    if not rest:
+        return "names a whole stage; write one field below it"
+    schema, reasons = Schema(facts.get("schema", {})), []
+    for cls in stages[head]:
+        if rest.split(".")[0] == "engine" and cls not in facts.get("engine_stages", [cls]):
+            reasons.append(f"engine.* exists only on engine stages ({', '.join(facts['engine_stages'])}); "
+                           f"{head} is a {cls}")
+            continue
+        why = _walk(schema, cls, rest.split("."), _value(value), f"{head}.{rest}")
+        if why is None:
+            return None
+        reasons.append(why)
+    return reasons[0]
+
+
+def _walk(schema, cls: str, parts: list[str], value, where: str) -> str | None:
+    if cls not in schema.classes:
+        return None  # a class the facts do not hold: not judged
+    fields, closed = schema.fields(cls)
+    field = fields.get(parts[0])
+    if field is None:
+        extra = schema.classes[cls].get("extra")
+        if extra == "allow" or not closed:
+            return None
+        return f"{parts[0]!r} is not a field of {cls} (known: {', '.join(sorted(fields)[:12])}, ...)"
+    if len(parts) == 1:
+        problems = [p for p in schema.check(value, field["type"], where) if not p.unknown]
+        return f"value {value!r}: {problems[0].message}" if problems else None
+    for name in _class_names(field["type"]):
+        if name in schema.classes:
+            return _walk(schema, name, parts[1:], value, where)
+    if field["type"].replace(" ", "").startswith(("dict", "Dict")):
+        return None  # a free-form mapping: any key
+    return f"{parts[0]!r} of {cls} is a {field['type']} value, not a settings group"
+
+
+def _class_names(text: str) -> list[str]:
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return []
+    return [n.id for n in ast.walk(tree) if isinstance(n, ast.Name)]
+
+
+def check_typer_argv(argv: list[str], table: dict[str, dict], overrides: dict | None,
+                     extra_args: bool) -> list[tuple[str, str]]:
+    """(flag, problem) for a typer command line: its options by `check_argv`, the rest as dotted stage overrides.
+
+    With `overrides` (0.1.4 on) a word typer does not know must be a stage override the config
+    schema takes; without them (the pin) it is unrecognized, whatever the config merge makes of it.
+    """
+    out, i, known = [], 0, []
+    while i < len(argv):
+        word = argv[i]
+        i += 1
+        flag = word.partition("=")[0]
+        if not word.startswith("--") or flag in table:
+            known.append(word)
+            continue
+        if overrides is not None and extra_args and "." in flag:
+            value = word.partition("=")[2] or None
+            if value is None and i < len(argv) and not argv[i].startswith("--"):
+                value, i = argv[i], i + 1
+            if why := check_stage_override(flag, value, overrides):
+                out.append((flag, f"is not a stage override the pipeline config takes: {why}"))
+            continue
+        out.append((flag, "unrecognized"))
+        while i < len(argv) and not argv[i].startswith("--"):
+            i += 1  # its value, if any
+    return out + check_argv(known, table, abbrev=False)

@@ -10,8 +10,10 @@ references/trees/<repo>.contract.json; dossier.contracts reads the released whee
 from __future__ import annotations
 
 import ast
-import hashlib
 from typing import Callable
+
+from .upstream_readers import (call_name, constant_set, dict_table, digest, form_routes, function_params,
+                               keyword_args, literal, parse_source, request_rules)
 
 Reader = Callable[[str], "str | None"]  # repository path -> source text, or None when absent
 
@@ -37,35 +39,17 @@ SGLANG_ARG_FOLDER = "python/sglang/srt/arg_groups/fields/"
 OMNI_FILES = {
     "protocol": "sglang_omni/serve/protocol.py",
     "speech_service": "sglang_omni/serve/speech_service.py",
+    "cli": "sglang_omni/cli/serve.py",          # `sgl-omni serve` ([project.scripts] sgl-omni = sglang_omni.cli:app)
+    "cli_app": "sglang_omni/cli/__init__.py",   # registers serve, with its context_settings
+    "config_schema": "sglang_omni/config/schema.py",
+    "config_compat": "sglang_omni/config/compat.py",  # dotted stage overrides with the implied stages. prefix
+    "qwen3_omni_config": "sglang_omni/models/qwen3_omni/config.py",
+    "init": "sglang_omni/__init__.py",  # __version__: which release's spelling a pinned commit has
 }
 OMNI_MODELS = ("ChatCompletionRequest", "ChatCompletionStreamResponse", "CreateSpeechRequest")
+# Example launchers with an argparse of their own (before #1070 made them wrappers over presets).
 OMNI_LAUNCHERS = ("examples/run_qwen3_omni_speech_server.py", "examples/run_qwen3_omni_server.py")
-
-
-def _parse(source: str | None) -> ast.Module | None:
-    try:
-        return ast.parse(source) if source else None
-    except SyntaxError:
-        return None
-
-
-def _const(node):
-    """A literal's value (str, number, bool, None, list/tuple of those); KeyError when not literal."""
-    try:
-        return ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        raise KeyError("not a literal") from None
-
-
-def _call_name(node) -> str:
-    func = node.func if isinstance(node, ast.Call) else node
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else ""
-
-
-def _kwargs(call: ast.Call) -> dict[str, ast.AST]:
-    return {k.arg: k.value for k in call.keywords if k.arg}
+OMNI_CLI = "sgl-omni"
 
 
 # ----------------------------------------------------------------------------- models
@@ -76,9 +60,9 @@ def _model_config(node: ast.ClassDef) -> dict:
     for stmt in node.body:
         if (isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "model_config"
                                                  for t in stmt.targets) and isinstance(stmt.value, ast.Call)):
-            for key, value in _kwargs(stmt.value).items():
+            for key, value in keyword_args(stmt.value).items():
                 try:
-                    out[key] = _const(value)
+                    out[key] = literal(value)
                 except KeyError:
                     pass
     return out
@@ -87,17 +71,17 @@ def _model_config(node: ast.ClassDef) -> dict:
 def _field(stmt: ast.AnnAssign) -> dict:
     """Type text, whether it must be sent, and the other names a body may use for it."""
     value, required, aliases = stmt.value, stmt.value is None, []
-    if isinstance(value, ast.Call) and _call_name(value) in ("Field", "field"):
-        kw = _kwargs(value)
+    if isinstance(value, ast.Call) and call_name(value) in ("Field", "field"):
+        kw = keyword_args(value)
         first = value.args[0] if value.args else None
         has_default = "default" in kw or "default_factory" in kw or (
             first is not None and not (isinstance(first, ast.Constant) and first.value is Ellipsis))
-        required = not has_default and _call_name(value) == "Field"
+        required = not has_default and call_name(value) == "Field"
         for key in ("alias", "validation_alias"):
             node = kw.get(key)
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 aliases.append(node.value)
-            elif isinstance(node, ast.Call) and _call_name(node) == "AliasChoices":
+            elif isinstance(node, ast.Call) and call_name(node) == "AliasChoices":
                 aliases += [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     out = {"type": ast.unparse(stmt.annotation), "required": required}
     if aliases:
@@ -114,7 +98,7 @@ def _class_facts(node: ast.ClassDef) -> dict:
                 continue
             fields[name] = _field(stmt)
     config = _model_config(node)
-    decorators = {_call_name(d) for d in node.decorator_list}
+    decorators = {call_name(d) for d in node.decorator_list}
     out = {"bases": [ast.unparse(b) for b in node.bases], "fields": fields,
            "kind": "dataclass" if "dataclass" in decorators else "class"}
     if config.get("extra"):
@@ -152,7 +136,7 @@ def _names_in(text: str) -> set[str]:
 
 def models(source: str | None, roots) -> dict:
     """{"classes": {...}, "aliases": {...}}: the root classes and every class or alias they reach."""
-    tree = _parse(source)
+    tree = parse_source(source)
     if tree is None:
         return {"classes": {}, "aliases": {}}
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
@@ -174,101 +158,31 @@ def models(source: str | None, roots) -> dict:
     return {"classes": dict(sorted(out_c.items())), "aliases": dict(sorted(out_a.items()))}
 
 
-# ------------------------------------------------------------------ handlers and tables
-
-
-def _allowed_values(body: list[ast.stmt]) -> dict[str, list]:
-    """`if name not in [..literals..]` (a refusal) -> the values `name` may take."""
-    out = {}
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
-                and isinstance(node.test.ops[0], ast.NotIn) and isinstance(node.test.left, ast.Name)):
-            try:
-                values = _const(node.test.comparators[0])
-            except KeyError:
-                continue
-            if isinstance(values, (list, tuple, set, frozenset)):
-                out[node.test.left.id] = sorted(values, key=str)
-    return out
-
-
-def form_routes(source: str | None, routes) -> dict:
-    """Per route: each Form/File parameter (wire name, annotation, required) and allowed values."""
-    tree, out = _parse(source), {}
-    for node in ast.walk(tree) if tree else []:
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        route = next((d.args[0].value for d in node.decorator_list if isinstance(d, ast.Call) and d.args
-                      and isinstance(d.args[0], ast.Constant) and d.args[0].value in routes), None)
-        if route is None:
-            continue
-        args = node.args.args + node.args.kwonlyargs
-        defaults = [None] * (len(node.args.args) - len(node.args.defaults)) + node.args.defaults \
-            + node.args.kw_defaults
-        fields = {}
-        for arg, default in zip(args, defaults):
-            if not (isinstance(default, ast.Call) and _call_name(default) in ("Form", "File")):
-                continue
-            kw = _kwargs(default)
-            alias = kw.get("alias")
-            first = default.args[0] if default.args else kw.get("default")
-            required = first is None or (isinstance(first, ast.Constant) and first.value is Ellipsis)
-            name = alias.value if isinstance(alias, ast.Constant) else arg.arg
-            fields[name] = {"type": ast.unparse(arg.annotation) if arg.annotation else "Any",
-                            "required": required, "file": _call_name(default) == "File", "param": arg.arg}
-        out[route] = {"fields": fields, "allowed": _allowed_values(node.body)}
-    return out
-
-
-def dict_table(source: str | None, name: str) -> dict[str, str]:
-    """A module-level `NAME = {"literal": ClassName, ...}` table, as {key: class name}."""
-    for stmt in (_parse(source) or ast.Module(body=[], type_ignores=[])).body:
-        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
-            (stmt.target if isinstance(stmt, ast.AnnAssign) else None)
-        if isinstance(target, ast.Name) and target.id == name and isinstance(stmt.value, ast.Dict):
-            return {k.value: ast.unparse(v) for k, v in zip(stmt.value.keys, stmt.value.values)
-                    if isinstance(k, ast.Constant)}
-    return {}
-
-
-def function_params(source: str | None, qualname: str) -> dict[str, dict]:
-    """Parameters of `Class.method` or `function` (self dropped): annotation text and required."""
-    cls, _, fn = qualname.rpartition(".")
-    tree = _parse(source)
-    scope = tree.body if tree else []
-    if cls:
-        scope = next((n.body for n in scope if isinstance(n, ast.ClassDef) and n.name == cls), [])
-    node = next((n for n in scope if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == fn), None)
-    if node is None:
-        return {}
-    a = node.args
-    positional = a.posonlyargs + a.args
-    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    out = {}
-    for arg, default in list(zip(positional, defaults)) + list(zip(a.kwonlyargs, a.kw_defaults)):
-        if arg.arg in ("self", "cls"):
-            continue
-        out[arg.arg] = {"type": ast.unparse(arg.annotation) if arg.annotation else "Any", "required": default is None}
-    return out
-
-
-def request_rules(source: str | None) -> list[dict]:
-    """`if request.<flag> and <field> != "<value>"` refusals -> {"when": {flag: true}, "require": {field: value}}."""
-    out = []
-    for node in ast.walk(_parse(source) or ast.Module(body=[], type_ignores=[])):
-        if not (isinstance(node, ast.If) and isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And)
-                and len(node.test.values) == 2):
-            continue
-        flag, cmp = node.test.values
-        if (isinstance(flag, ast.Attribute) and isinstance(cmp, ast.Compare) and len(cmp.ops) == 1
-                and isinstance(cmp.ops[0], ast.NotEq) and isinstance(cmp.left, ast.Name)
-                and isinstance(cmp.comparators[0], ast.Constant)):
-            out.append({"when": {flag.attr: True}, "require": {cmp.left.id: cmp.comparators[0].value}})
-    return out
-
-
-def digest(source: str | None) -> str | None:
-    return hashlib.sha256(source.encode()).hexdigest() if source is not None else None
+def stage_overrides(read: Reader) -> dict | None:
+    """What `sgl-omni serve --<stage>.<field> value` may write (0.1.4 on): Qwen3-Omni's stage names with
+    the stage classes that build them, the pipeline's top-level fields and the stage schema."""
+    f = OMNI_FILES
+    if "def canonicalize_dotted_key" not in (read(f["config_compat"]) or ""):
+        return None  # no implied-prefix stage overrides in this version
+    stages: dict[str, list[str]] = {}
+    for node in ast.walk(parse_source(read(f["qwen3_omni_config"])) or ast.Module(body=[], type_ignores=[])):
+        if isinstance(node, ast.Call) and call_name(node).endswith("StageConfig"):
+            name = keyword_args(node).get("name")
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                stages.setdefault(name.value, [])
+                if call_name(node) not in stages[name.value]:
+                    stages[name.value].append(call_name(node))
+    schema_source = read(f["config_schema"])
+    roots = sorted({c for classes in stages.values() for c in classes})
+    pipeline = models(schema_source, ["PipelineConfig"])["classes"].get("PipelineConfig", {})
+    # `engine.*` exists only on stage types that declare `engine_stage: ClassVar[bool] = True`
+    engine = sorted(n.name for n in (parse_source(schema_source) or ast.Module(body=[], type_ignores=[])).body
+                    if isinstance(n, ast.ClassDef) and any(
+                        isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)
+                        and st.target.id == "engine_stage" and isinstance(st.value, ast.Constant)
+                        and st.value.value is True for st in n.body))
+    return {"stages": {k: sorted(v) for k, v in sorted(stages.items())}, "engine_stages": engine,
+            "top_fields": sorted(pipeline.get("fields", {})), "schema": models(schema_source, roots)}
 
 
 # ------------------------------------------------------------------------ per repository
@@ -293,14 +207,30 @@ def sglang_contract(read: Reader, paths) -> dict:
 
 
 def omni_contract(read: Reader) -> dict:
-    """sglang-omni's: the OpenAI-style models, the speech refusals, each Qwen3-Omni launcher's options."""
+    """sglang-omni's: the OpenAI-style models, the speech refusals, `sgl-omni serve`'s options and stage
+    overrides, and each example launcher that still has an argparse of its own."""
     from . import upstream_args
 
     f = OMNI_FILES
+    command = upstream_args.typer_command(read(f["cli_app"]), "serve")
+    cli = {}
+    if command is not None:
+        cli["serve"] = {**command, "options": upstream_args.typer_options(read(f["cli"]), "serve", f["cli"]),
+                        "stage_overrides": stage_overrides(read)}
+    launchers = {p: upstream_args.options({p: s}) for p in OMNI_LAUNCHERS if (s := read(p))}
+    formats = constant_set(read(f["protocol"]), "SUPPORTED_TTS_RESPONSE_FORMATS")
+    version = next((stmt.value.value for stmt in (parse_source(read(f["init"])) or ast.Module(body=[], type_ignores=[])).body
+                    if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__version__"
+                                                            for t in stmt.targets)
+                    and isinstance(stmt.value, ast.Constant)), None)
     return {
+        "version": version,
         "models": {f["protocol"]: models(read(f["protocol"]), OMNI_MODELS)},
         "rules": {"CreateSpeechRequest": request_rules(read(f["speech_service"]))},
-        "launchers": {p: upstream_args.options({p: s}) for p in OMNI_LAUNCHERS if (s := read(p))},
+        "allowed": {"CreateSpeechRequest": {"response_format": formats}} if formats else {},
+        "cli": cli,
+        "launchers": {p: t for p, t in launchers.items() if t},  # a wrapper over a preset declares none
+        "digests": {f["protocol"]: digest(read(f["protocol"]))},
     }
 
 

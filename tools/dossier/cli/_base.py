@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from pathlib import Path
 
 import click
@@ -12,7 +14,11 @@ from ..errors import DossierError
 
 
 class Group(click.Group):
-    """Turn DossierError into one line on stderr and exit status 2."""
+    """Turn DossierError into one line on stderr and exit status 2; Ctrl-C into one line and 130.
+
+    Any other exception is a bug in the tool: one line naming it, exit 2, and the traceback
+    only with DOSSIER_DEBUG=1, so no input ever shows a user a traceback.
+    """
 
     def invoke(self, ctx):
         try:
@@ -20,15 +26,68 @@ class Group(click.Group):
         except DossierError as exc:
             click.echo(f"dossier: error: {exc}", err=True)
             sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("dossier: interrupted", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last line of defence, see the docstring
+            if os.environ.get("DOSSIER_DEBUG"):
+                raise
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            click.echo(f"dossier: error: internal error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''} "
+                       f"(at {Path(where.filename).name}:{where.lineno}; DOSSIER_DEBUG=1 shows the traceback)", err=True)
+            sys.exit(2)
 
 
 # The one declaration of --root: every command that reads the knowledge base takes it.
-root_option = click.option("--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT",
-                           help="Knowledge-base root (folder with dossier.toml).")
+root_option = click.option(
+    "--root", type=click.Path(file_okay=False), envvar="DOSSIER_ROOT", show_envvar=True,
+    help="Knowledge-base root (the folder with dossier.toml). Default: the installed skill's "
+         "folder for find/lanes/radar/trace/repro, else the working directory or a parent.")
 
 
-def config_at(root) -> Config:
-    return load_config(Path(root) if root else None)
+def working(label: str):
+    """A rich spinner with elapsed time on stderr while a long step runs; nothing when stderr is not a terminal."""
+    import contextlib
+
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), transient=True,
+                        console=__import__("rich.console", fromlist=["Console"]).Console(stderr=True))
+
+    @contextlib.contextmanager
+    def run():
+        with progress:
+            progress.add_task(label, total=None)
+            yield progress
+    return run()
+
+
+def show(text: str) -> None:
+    """Print result text on a terminal: colour, and each line cut at the window's width instead of wrapping
+    mid-identifier. Plain output (a pipe, a file) goes through click.echo unchanged."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    for line in text.splitlines():
+        styled = Text(line, no_wrap=True, overflow="ellipsis")
+        stripped = line.lstrip()
+        if line and not line.startswith(" ") and line.endswith(":"):
+            styled.stylize("bold")
+        elif stripped[:1].isdigit():
+            styled.stylize("bold cyan")
+        elif stripped.startswith(("open:", "cards:", "lanes:", "today:", "measured:")):
+            styled.stylize("dim", 0, len(line) - len(stripped) + stripped.index(":") + 1)
+        console.print(styled)
+
+
+def config_at(root, *, reading: bool = False) -> Config:
+    """The knowledge base a command works on; `reading` commands prefer the installed skill."""
+    return load_config(Path(root) if root else None, prefer_installed=reading)
 
 
 def pr_numbers(values) -> list[int]:

@@ -12,7 +12,7 @@ from ._base import config_at, root_option
 
 @click.command()
 @click.argument("paths", nargs=-1)
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True, help="Output format.")
 @click.option("--select", multiple=True, help="Only these rule codes or prefixes (repeat or comma-separate).")
 @click.option("--ignore", multiple=True, help="Skip these rule codes or prefixes.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even with findings.")

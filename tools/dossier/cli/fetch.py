@@ -7,17 +7,17 @@ import sys
 import click
 
 from ..errors import DossierError
-from ._base import config_at, exit_for, pr_numbers, read_bytes, root_option
+from ._base import config_at, exit_for, pr_numbers, read_bytes, root_option, working
 
 
 @click.command()
 @click.argument("repo")
 @click.argument("prs", nargs=-1, required=True)
-@click.option("--clone", envvar="DOSSIER_CLONE", help="Local git clone (git source).")
+@click.option("--clone", envvar="DOSSIER_CLONE", show_envvar=True, help="Local git clone (git source).")
 @click.option("--ref", default=None, help="Branch or SHA whose first-parent history holds merges "
               "(default: the repo's pinned SHA, else HEAD).")
 @click.option("--source", "source_kind", type=click.Choice(["git", "github"]), default=None,
-              help="Where to read the PR (default: git when --clone is given, else github).")
+              help="Where to read the PR (default: git when --clone is given, else github, which reads GITHUB_TOKEN from the environment and needs the github extra).")
 @click.option("--api-url", default=None, help="GitHub API root (github source).")
 @click.option("--max-age", type=float, default=None, envvar="DOSSIER_GITHUB_MAX_AGE",
               help="Seconds cached GitHub metadata (state, labels) stays fresh (github source).")
@@ -25,8 +25,9 @@ from ._base import config_at, exit_for, pr_numbers, read_bytes, root_option
 @click.option("--title", default=None, help="PR title (with --diff).")
 @click.option("--state", default="merged", type=click.Choice(["merged", "open", "closed"]), help="PR state (with --diff).")
 @click.option("--merged", "merged_date", default=None, help="Merge date YYYY-MM-DD (with --diff).")
+@click.option("--force", is_flag=True, help="With --diff: replace an existing lock that differs.")
 @root_option
-def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title, state, merged_date, root):
+def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title, state, merged_date, force, root):
     """Write evidence locks for PRS of REPO (e.g. `dossier fetch sglang 16366 --clone ../sglang`)."""
     from ..fetch import fetch_git, lock_from_diff
 
@@ -37,14 +38,18 @@ def fetch(repo, prs, clone, ref, source_kind, api_url, max_age, diff_file, title
         if len(numbers) != 1 or not title:
             raise DossierError("--diff takes exactly one PR number and --title")
         data = sys.stdin.buffer.read() if diff_file == "-" else read_bytes(diff_file)
-        res = lock_from_diff(config, repo, numbers[0], data, title, state, merged_date)
+        res = lock_from_diff(config, repo, numbers[0], data, title, state, merged_date, force=force)
         click.echo(f"{'wrote' if res.changed else 'unchanged'} {res.path.relative_to(config.root)}")
         return
     kind = source_kind or ("git" if clone else "github")
     if kind == "github":
+        from ..extras import require
+
+        require("github", "dossier fetch --source github")
         from ..sources.github import fetch_github
 
-        results = fetch_github(config, repo, numbers, api_url=api_url, max_age_s=max_age)
+        with working(f"fetching {len(numbers)} PR{'s' if len(numbers) != 1 else ''} of {repo} from GitHub"):
+            results = fetch_github(config, repo, numbers, api_url=api_url, max_age_s=max_age)
     else:
         if not clone:
             raise DossierError("the git source needs --clone PATH (or DOSSIER_CLONE)")

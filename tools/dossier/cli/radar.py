@@ -17,7 +17,7 @@ from ._base import config_at, root_option
 @root_option
 def command(do_refresh, api_url, root):
     """List open PRs and issues on the radar with their age; --refresh updates their states."""
-    config = config_at(root)
+    config = config_at(root, reading=True)
     if do_refresh:
         report = refresh(config, api_url)
         path = radar_path(config.root)

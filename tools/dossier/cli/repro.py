@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..errors import DossierError
-from ._base import config_at, exit_for, root_option
+from ._base import config_at, exit_for, root_option, working
 
 
 @click.group()
@@ -18,13 +18,13 @@ def repro():
 
 
 @repro.command("list")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format.")
 @root_option
 def repro_list(fmt, root):
     """List the repro scripts with their subject, record state and measured speedups."""
     from .. import measurements as ms
 
-    config = config_at(root)
+    config = config_at(root, reading=True)
     recs = ms.records(config.root)
     rows = []
     for script in ms.scripts(config.root):
@@ -52,7 +52,7 @@ def repro_record(raw_files, root):
     one record (medians of the runs' medians, min-max across runs, noisy cases marked)."""
     from .. import measurements as ms
 
-    config = config_at(root)
+    config = config_at(root, reading=True)
     groups: dict[str, list[Path]] = {}
     for raw in map(Path, raw_files):
         try:
@@ -100,7 +100,7 @@ def repro_run(names, python, out_dir, quick, timeout, runs, root):
 
     from .. import measurements as ms
 
-    config = config_at(root)
+    config = config_at(root, reading=True)
     chosen = [s for s in ms.scripts(config.root) if not names or any(n in s.rel for n in names)]
     if not chosen:
         raise DossierError(f"no repro script matches {' '.join(names)}")
@@ -108,16 +108,19 @@ def repro_run(names, python, out_dir, quick, timeout, runs, root):
     work.mkdir(parents=True, exist_ok=True)
     runs = 1 if quick else (runs or ms.RUNS)
     failed = 0
-    for script in chosen:
+    for i, script in enumerate(chosen, 1):
         raws = []
         for k in range(1, runs + 1):
             raw = work / (f"{script.path.stem}.json" if runs == 1 else f"{script.path.stem}.run{k}.json")
             cmd = [python, str(script.path), "--out", str(raw)] + (["--quick"] if quick else [])
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=config.root)
+                with working(f"[{i}/{len(chosen)}] {script.rel}" + (f" run {k}/{runs}" if runs > 1 else "")):
+                    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=config.root)
             except subprocess.TimeoutExpired:
                 click.echo(f"dossier: error: {script.rel}: run {k} ran past {timeout:.0f} s", err=True)
                 break
+            except OSError as exc:  # --python names no interpreter: every script would fail the same way
+                raise DossierError(f"cannot run {python}: {exc.strerror}") from None
             if proc.returncode != 0:
                 tail = (proc.stderr or proc.stdout).strip().splitlines()
                 click.echo(f"dossier: error: {script.rel}: run {k}: exit {proc.returncode}: {tail[-1] if tail else ''}",

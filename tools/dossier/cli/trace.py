@@ -7,7 +7,7 @@ import json
 import click
 
 from ..errors import DossierError
-from ._base import config_at, root_option
+from ._base import config_at, root_option, working
 
 
 def rows_ref(config, repo, clone, ref) -> str:
@@ -21,8 +21,8 @@ def rows_ref(config, repo, clone, ref) -> str:
 @click.command("trace")
 @click.argument("families", nargs=-1)  # family names, or one repo name for all its families
 @click.option("--all", "all_families", is_flag=True, help="Every family in dossier.toml.")
-@click.option("--repo", default="sglang", show_default=True)
-@click.option("--clone", envvar="DOSSIER_CLONE", required=True, help="Local git clone.")
+@click.option("--repo", default="sglang", show_default=True, help="Upstream repo (a dossier.toml name) whose history to read.")
+@click.option("--clone", envvar="DOSSIER_CLONE", show_envvar=True, required=True, help="Local git clone.")
 @click.option("--ref", default=None, help="Ref to read (default: the repo's pinned SHA, else HEAD).")
 @click.option("--live", is_flag=True, help="Say whether each card's added lines still stand at the ref.")
 @click.option("--missing", is_flag=True, help="Only PRs with neither card nor exclusion.")
@@ -30,13 +30,13 @@ def rows_ref(config, repo, clone, ref) -> str:
               "that dossier.toml does not declare as former paths yet.")
 @click.option("--supersede", is_flag=True, help="Compute which later PRs removed or rewrote each card's added "
               "lines and write references/supersession.json (one history walk; tens of seconds).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True, help="Output format.")
 @root_option
 def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_renames, supersede, fmt, root):
     """List every PR that touched a family's files (former paths included), with its card or exclusion."""
     from ..trace import suggest_renames as suggest, trace
 
-    config = config_at(root)
+    config = config_at(root, reading=True)
     if len(families) == 1 and families[0] in config.repos and families[0] not in config.families:
         repo, families, all_families = families[0], (), True  # `dossier trace sglang`: every family, that repo
     names = list(config.families) if all_families else list(families)
@@ -52,7 +52,8 @@ def trace_cmd(families, all_families, repo, clone, ref, live, missing, suggest_r
     if supersede:
         from .. import supersede as sup
 
-        result = sup.compute(config, repo, clone, ref)
+        with working(f"supersession: walking {repo} history after each card"):
+            result = sup.compute(config, repo, clone, ref)
         path = sup.write(config.root, repo, result)
         states = {}
         for entry in result["cards"].values():

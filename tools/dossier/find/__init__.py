@@ -18,13 +18,17 @@ from ._text import tokenize
 __all__ = ["CACHE_NAME", "build_index", "format_text", "load_index", "rank_files", "search", "tokenize"]
 
 
+class NoMatch(DossierError):
+    """No document shares a word with the query: `dossier find` exits 1, not 2 (a tool error)."""
+
+
 def search(index: dict, query: str, limit: int = 10) -> dict:
     """The files to open first and the best documents for `query`; bad queries raise one clear line."""
     terms = sorted(set(tokenize(query)))
     if not terms:
         raise DossierError("empty query: describe the symptom, e.g. `dossier find \"Qwen3-VL video OOM\"`")
     if not any(t in index["df"] for t in terms):
-        raise DossierError(f"nothing in the playbook, cards or files matches {query!r}; "
+        raise NoMatch(f"nothing in the playbook, cards or files matches {query!r}; "
                            "try the model, modality and symptom (e.g. 'video OOM', 'ASR streaming latency')")
     scored = bm25(index, terms)
     top_files = rank_files(scored)
@@ -46,7 +50,7 @@ def _result(index: dict, score: float, d: dict) -> dict:
     # Nested mappings are rebuilt in a fixed key order: the on-disk cache stores them with sorted keys.
     out = {"kind": d["kind"], "id": d["id"], "score": round(score, 3),
            "files": d["files"], "cards": d["cards"], "lanes": d["lanes"]}
-    was = {f: index["was"][f"{r}:{f}"] for r, f in zip(d["repos"], d["files"]) if f"{r}:{f}" in index.get("was", {})}
+    was = d.get("was") or {}  # this document's own moves, never another's
     if was:
         out["was"] = was
     if d["kind"] == "entry":
@@ -62,4 +66,6 @@ def _result(index: dict, score: float, d: dict) -> dict:
     if d.get("today"):
         t = d["today"]
         out["today"] = {"state": t["state"], "superseded_by": t["superseded_by"], "summary": t.get("summary", "")}
+        if t.get("release"):
+            out["today"]["release"] = t["release"]
     return out

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 
 def format_text(found: dict) -> str:
+    if not found["results"]:
+        return f"Nothing matches {found['query']!r}; try other words for the symptom (a file, a flag, a model)."
     lines = ["Files to open first:"]
     for i, f in enumerate(found["top_files"][:5], 1):
         was = f"  (was {f['was']}; now this)" if f.get("was") else ""
         lines.append(f"  {i}. {f['path']}" + (f"  [{f['repo']}]" if f["repo"] != "sglang" else "") + was)
     lines.append("")
     for i, r in enumerate(found["results"], 1):
-        lines.append(f"{i:>2}. {r['kind']:<5} {r['id']}  ({r['score']})")
+        lines.append(f"{i:>2}. {r['kind']:<5} {r['id']}")
         lines.append(f"      {r.get('symptom') or r.get('title')}")
         if r["files"]:
             syms = r.get("symbols", {})
@@ -22,10 +24,11 @@ def format_text(found: dict) -> str:
             lines.append("      cards: " + ", ".join(r["cards"][:6]))
         if r["lanes"]:
             lines.append("      lanes: " + ", ".join(r["lanes"]))
-        if r.get("today") and r["today"]["state"] != "live":
-            t = r["today"]
+        t = r.get("today")
+        if t and (t["state"] != "live" or not t.get("release", "").endswith("present")):
             by = f"; superseded by {', '.join(t['superseded_by'])}" if t["superseded_by"] else ""
-            lines.append(f"      today: at the pin: {t.get('summary') or t['state'] + by}")
+            rel = f"; {t['release']}" if t.get("release") else ""
+            lines.append(f"      today: at the pin: {t.get('summary') or t['state'] + by}{rel}")
         if r.get("measured"):
             m = r["measured"]
             lines.append(f"      measured: {m['speedup']} on {m['device']} ({m['measured']}, {m.get('runs', 1)} run(s), "

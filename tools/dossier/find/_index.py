@@ -28,6 +28,7 @@ def _inputs(config) -> list[Path]:
     paths += sorted((refs / "trees").glob("*.symbols.json")) + sorted((refs / "trees").glob("*.txt"))
     paths += sorted((refs / "measurements").glob("*/*.json"))
     paths += [p for p in [refs / "supersession.json", config.playbook_dir / "lanes.yaml"] if p.exists()]
+    paths += sorted((refs / "trees").glob("*-release.json"))
     # The code and the synonym table shape the index too: a new ranking rebuilds it.
     here = Path(__file__).parent
     return paths + sorted(here.glob("*.py")) + sorted(here.glob("*.yaml"))
@@ -62,12 +63,18 @@ def _mention_order(text: str, paths: list[str]) -> list[str]:
     return sorted(first, key=first.get)
 
 
-def _today(sup, entry: dict | None) -> dict | None:
-    """A card's state at the pinned SHA and who superseded it, for find results."""
-    if not entry:
+def _today(sup, entry: dict | None, release: dict | None = None) -> dict | None:
+    """A card's state at the pinned SHA and who superseded it, and its state in the newest release."""
+    from .. import release as rel
+
+    if not entry and not release:
         return None
-    return {"state": entry["state"], "superseded_by": [sup.label(e) for e in sup.significant(entry)],
-            "summary": sup.summary(entry)}
+    entry = entry or {"state": "not computed"}
+    out = {"state": entry["state"], "superseded_by": [sup.label(e) for e in sup.significant(entry)],
+           "summary": sup.summary(entry) if "added" in entry else entry["state"]}
+    if release:
+        out["release"] = rel.phrase(release)
+    return out
 
 
 class _Places:
@@ -80,25 +87,36 @@ class _Places:
         self.listed = load_paths(kb.root)
         self.moves = {repo: sup.moved_files(supersession, repo) for repo in self.listed}
         self.was: dict[str, str] = {}  # "repo:new path" -> the old path it replaces
+        self.direct: set[str] = set()  # "repo:path" that some document names as it stands at the pin
 
-    def now(self, repo, path: str) -> str | None:
+    def now(self, repo, path: str, collect: dict | None = None) -> str | None:
+        """The path at the pin; `collect` gathers this document's own moves (new -> old), so a
+        document that names the new path itself never shows it as "was X"."""
         from ..trees import absent_at_pin
 
         if not absent_at_pin(self.listed, repo, path):
+            self.direct.add(f"{repo}:{path}")
             return path
         new = self.moves.get(repo, {}).get(path)
         if new and not absent_at_pin(self.listed, repo, new):
             self.was.setdefault(f"{repo}:{new}", path)
+            if collect is not None:
+                collect.setdefault(new, path)
             return new
         return None
 
-    def keep(self, repo, paths: list[str]) -> list[str]:
-        return list(dict.fromkeys(p for p in (self.now(repo, x) for x in paths) if p))
+    def keep(self, repo, paths: list[str], collect: dict | None = None) -> list[str]:
+        return list(dict.fromkeys(p for p in (self.now(repo, x, collect) for x in paths) if p))
+
+    def shown_was(self) -> dict[str, str]:
+        """Moves to show on the global file list: only for files no document names directly."""
+        return {k: v for k, v in self.was.items() if k not in self.direct}
 
 
 def build_index(kb) -> dict:
     from .. import measurements as ms
     from .. import playbook
+    from .. import release
     from .. import supersede as sup
     from ..cards import classify_file
     from ..trees import load_symbols
@@ -114,7 +132,8 @@ def build_index(kb) -> dict:
         return file_info.setdefault((repo, path), {"text": [], "cards": [], "lanes": set(), "symbols": set()})
 
     for e in kb.playbook.entries:
-        looks = [{**l, "file": places.now(l.get("repo"), str(l["file"]))}
+        entry_was: dict = {}
+        looks = [{**l, "file": places.now(l.get("repo"), str(l["file"]), entry_was)}
                  for l in e.get("look") or [] if isinstance(l, dict) and l.get("file")]
         looks = [l for l in looks if l["file"]]
         syms = [s for l in looks for s in l.get("symbols") or []]
@@ -127,7 +146,8 @@ def build_index(kb) -> dict:
         docs.append(_doc("entry", e.get("id"), weighted, title=e.get("symptom", ""), sublane=e.get("sublane"),
                          files=[l["file"] for l in looks], repos=[l.get("repo") for l in looks],
                          cards=[str(c) for c in e.get("cards") or []], lanes=lanes,
-                         symbols={l["file"]: list(l.get("symbols") or []) for l in looks}))
+                         symbols={l["file"]: list(l.get("symbols") or []) for l in looks},
+                         was={f: o for f, o in entry_was.items() if f in {l["file"] for l in looks}}))
         for l in looks:
             fi = info(l.get("repo"), l["file"])
             fi["text"].append(f"{e.get('symptom', '')} {' '.join(map(str, e.get('aliases') or []))} {l.get('why', '')}")
@@ -140,6 +160,7 @@ def build_index(kb) -> dict:
         cid = kb.card_id(card)
         section = lambda name: card.sections[name].prose() if name in card.sections else ""  # noqa: E731
         files = []
+        card_was: dict = {}
         if lock:
             runtime = [f for f in lock["files"] if classify_file(f["path"]) == "Runtime"] or lock["files"]
             by_churn = [f["path"] for f in sorted(runtime, key=lambda f: -(f["additions"] + f["deletions"]))]
@@ -148,7 +169,7 @@ def build_index(kb) -> dict:
             described = _mention_order(section("Key implementation"), by_churn)
             quoted = [e.path for e in card.excerpts if e.path in by_churn]
             # A file gone from the pin is never one to open: its new place where the move is known, else dropped.
-            files = places.keep(cid.split("/")[0], list(dict.fromkeys(described + quoted + by_churn)))
+            files = places.keep(cid.split("/")[0], list(dict.fromkeys(described + quoted + by_churn)), card_was)
         weighted = [(str(meta.get("title", "")), 3), (" ".join(map(str, meta.get("families") or [])), 1),
                     (" ".join(map(str, meta.get("symptoms") or [])), 1), (section("Motivation"), 1),
                     (section("Key implementation"), 1), (" ".join(_path_words(p) for p in files[:5]), 1)]
@@ -159,7 +180,8 @@ def build_index(kb) -> dict:
                          repos=[cid.split("/")[0]] * len(files[:5]), cards=[cid], lanes=lanes, merged=merged,
                          measured={"speedup": ms.headline(record), "measured": record["measured"],
                                    "device": record["device"]["gpu"], **ms.flags(record)} if record else None,
-                         today=_today(sup, sup.for_card(kb.root, cid, supersession))))
+                         today=_today(sup, sup.for_card(kb.root, cid, supersession), release.for_card(kb.releases, cid)),
+                         was={f: o for f, o in card_was.items() if f in files[:5]}))
         for path in files:
             fi = info(cid.split("/")[0], path)
             fi["text"].append(str(meta.get("title", "")))
@@ -193,7 +215,7 @@ def build_index(kb) -> dict:
     for d in docs:
         df.update(d["tf"].keys())
     avg = sum(d["len"] for d in docs) / max(len(docs), 1)
-    return {"docs": docs, "df": dict(df), "avg": avg, "was": places.was}
+    return {"docs": docs, "df": dict(df), "avg": avg, "was": places.shown_was()}
 
 
 def load_index(kb) -> dict:

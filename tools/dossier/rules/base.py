@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -38,6 +39,9 @@ class Rule:
     doc: str
     func: Callable
     background: bool = False  # waits on subprocesses: run in a thread alongside the others
+    # KnowledgeBase properties the rule reads that wait on a subprocess: `check` starts
+    # computing them in a thread before anything else, so the wait overlaps the other rules.
+    prefetch: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -47,7 +51,7 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, scope: str = "card", background: bool = False):
+def rule(code: str, name: str, scope: str = "card", background: bool = False, prefetch: tuple[str, ...] = ()):
     """Register a rule; its docstring's first line is the summary, the rest the docs page."""
 
     def wrap(func: Callable[..., Iterable[Finding]]):
@@ -55,10 +59,37 @@ def rule(code: str, name: str, scope: str = "card", background: bool = False):
         summary, _, rest = doc.partition("\n")
         if code in RULES:
             raise RuntimeError(f"duplicate rule code {code}")
-        RULES[code] = Rule(code, name, scope, summary.strip(), _dedent(rest), func, background)
+        RULES[code] = Rule(code, name, scope, summary.strip(), _dedent(rest), func, background, tuple(prefetch))
         return func
 
     return wrap
+
+
+class Caseless:
+    """A case-insensitive pattern whose "is there a match?" is asked cheaply.
+
+    On ASCII text (nearly every card) the question goes to a case-sensitive twin, the
+    pattern lower-cased, over the lower-cased text: for ASCII both match at the same
+    places, and without IGNORECASE the regex engine's literal scans work again (several
+    times faster on long alternations). Other text asks the pattern itself. Matches a
+    rule reports come from `.pattern`, so their text keeps the card's case.
+    """
+
+    def __init__(self, source: str, flags: int = 0):
+        # Lower-casing \B, \S, \W, \D, \A or \Z would change their meaning.
+        if re.search(r"\\[A-Z]", source):
+            raise ValueError(f"Caseless cannot lower-case {source!r}")
+        self.pattern = re.compile(source, flags | re.IGNORECASE)
+        self._twin = re.compile(source.lower(), flags)
+
+    def found(self, text: str) -> bool:
+        if text.isascii():
+            return self._twin.search(text.lower()) is not None
+        return self.pattern.search(text) is not None
+
+    def search(self, text: str):
+        """`pattern.search`, skipped (None) when `found` says there is nothing."""
+        return self.pattern.search(text) if self.found(text) else None
 
 
 def _dedent(text: str) -> str:

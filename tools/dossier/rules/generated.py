@@ -57,3 +57,37 @@ def supersession_stale(ctx):
             yield Finding(SUPERSESSION, 1, 1, "B002", f"{repo}#{pr} has a card but no supersession entry; compute it again")
         elif entry.get("lock") != ctx.lock_sha(lock)[:16]:
             yield Finding(SUPERSESSION, 1, 1, "B002", f"{repo}#{pr}'s lock changed since supersession was computed")
+
+
+@rule("B003", "release-listing-stale", scope="project")
+def release_listing_stale(ctx):
+    """A repo's release listing is missing, lists another version than dossier.toml's `release`, or misses a card.
+
+    `references/trees/<repo>-release.json` (`dossier tree REPO --wheel WHEEL`) lists the
+    newest release of each repo and, per card, whether the lines its PR added stand in
+    the release's files; it is stamped with each card's lock digest. A new release pin,
+    a new card or a re-fetched lock makes it stale: list the wheel again. Required only
+    for repos whose `release` dossier.toml pins.
+    """
+    from ..release import listing_path
+
+    for name, repo in ctx.config.repos.items():
+        if not repo.release:
+            continue
+        rel = listing_path(ctx.root, name).relative_to(ctx.root).as_posix()
+        listing = ctx.releases.get(name)
+        fix = f"run `dossier tree {name} --wheel {repo.package or name}-{repo.release}-...whl`"
+        if listing is None:
+            yield Finding(rel, 1, 1, "B003", f"no release listing for {name} {repo.release}; {fix}")
+            continue
+        if listing.get("version") != repo.release:
+            yield Finding(rel, 1, 1, "B003", f"lists {name} {listing.get('version')}, but dossier.toml pins "
+                                             f"release {repo.release}; {fix}")
+            continue
+        cards, locks = listing.get("cards", {}), listing.get("locks", {})
+        stale = [pr for (r, pr), lock in sorted(ctx.all_locks.items()) if r == name and f"{r}/{pr}" in ctx.card_ids
+                 and (str(pr) not in cards or locks.get(str(pr)) != ctx.lock_sha(lock)[:16])]
+        if stale:
+            shown = ", ".join(f"#{p}" for p in stale[:5]) + (f" and {len(stale) - 5} more" if len(stale) > 5 else "")
+            yield Finding(rel, 1, 1, "B003", f"{len(stale)} {name} card(s) not in the release listing or with a changed "
+                                             f"lock ({shown}); {fix}")

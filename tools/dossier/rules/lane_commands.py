@@ -8,48 +8,11 @@ sglang's server arguments at the pinned SHA or in the newest release.
 
 from __future__ import annotations
 
-import re
 import shlex
 
 from .base import Finding, rule
 
-_SCRIPT = re.compile(r"playbook/lanes/(\w+\.py)")
-_INLINE = re.compile(r"`([^`]+)`")
-_STOP = {";", "&&", "||", "|", ">", ">>", "2>&1", "&"}
-
-
-def lane_invocations(text: str) -> list[tuple[int, str, list[str]]]:
-    """(offset, lane script, its arguments) of every lane command in the code of `text`:
-    inline code spans (which may wrap across lines) and fenced blocks."""
-    spans: list[tuple[int, str]] = []
-    fenced, block, start = False, [], 0
-    pos = 0
-    for line in text.splitlines(keepends=True):
-        if line.lstrip().startswith(("```", "~~~")):
-            if fenced:
-                spans.append((start, "".join(block)))
-            fenced, block, start = not fenced, [], pos + len(line)
-        elif fenced:
-            block.append(line)
-        pos += len(line)
-    prose = re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1[^\n]*$", lambda m: " " * len(m.group(0)), text)
-    spans += [(m.start(1), m.group(1)) for m in _INLINE.finditer(prose)]
-    out = []
-    for offset, code in spans:
-        for m in _SCRIPT.finditer(code):
-            rest = code[m.end():].replace("\\\n", " ").replace("\n", " ")
-            try:
-                words = shlex.split(rest)
-            except ValueError:
-                words = rest.split()
-            args = []
-            for w in words:
-                if w in _STOP or _SCRIPT.search(w) or w in ("python", "python3"):
-                    break
-                args.append(w)
-            out.append((offset + m.start(), m.group(1), args))
-    return out
-
+from ..lane_options import lane_invocations  # noqa: E402  (the one parser of lane commands)
 
 def _problems(options: dict, args: list[str]) -> list[str]:
     out, i = [], 0
@@ -94,7 +57,11 @@ def _server_flag_problems(ctx, args: list[str]) -> list[str]:
 
 
 def _check(ctx, text: str):
+    from ..lane_options import dry_run_argv
+    import json
+
     options = ctx.lane_options
+    verdicts = ctx.lane_command_verdicts
     for offset, script, args in lane_invocations(text):
         spec = options.get(script)
         if spec is None:
@@ -102,11 +69,16 @@ def _check(ctx, text: str):
             continue
         if "options" not in spec:
             continue  # the lane does not import; L011 reports it
-        for problem in _problems(spec["options"], args) + _server_flag_problems(ctx, args):
+        problems = _problems(spec["options"], args) + _server_flag_problems(ctx, args)
+        for problem in problems:
             yield offset, f"{script}: {problem}"
+        argv = dry_run_argv(args)
+        refusal = verdicts.get(f"{script} {json.dumps(argv)}") if argv and not problems else None
+        if refusal:
+            yield offset, f"{script} refuses these options (its --dry-run says: {refusal})"
 
 
-@rule("L033", "lane-command-invalid")
+@rule("L033", "lane-command-invalid", prefetch=("lane_options", "lane_command_verdicts"))
 def lane_command_invalid(ctx, card):
     """A card's Validation runs a lane with an option the lane does not take today.
 
@@ -128,7 +100,7 @@ def lane_command_invalid(ctx, card):
         yield Finding(ctx.rel(card.path), number, offset - line_start + 1, "L033", message)
 
 
-@rule("L034", "playbook-lane-command-invalid", scope="project")
+@rule("L034", "playbook-lane-command-invalid", scope="project", prefetch=("lane_options", "lane_command_verdicts"))
 def playbook_lane_command_invalid(ctx):
     """A playbook entry's `measure` runs a lane with an option the lane does not take today."""
     from ..yamlio import line_of

@@ -6,7 +6,7 @@ import functools
 import re
 
 from ..yamlio import line_of
-from .base import Finding, rule
+from .base import Caseless, Finding, rule
 
 
 @rule("L001", "card-unknown-lane")
@@ -117,11 +117,10 @@ def symptom_not_cited_back(ctx):
         yield Finding(rel, number, 1, "L009", f"entry '{entry}' does not cite {', '.join(add)}; run `dossier link`")
 
 
-_NEGATED = re.compile(
+_NEGATED = Caseless(
     r"\b(?:cannot|can't|can not|could not|couldn't|does not apply|doesn't apply|not applicable|n/a|unavailable"
     r"|did not exist|does not exist|didn't exist|doesn't exist|predates?|before (?:the )?lane"
     r"|not (?:yet )?(?:run|runnable|exist|apply|available|usable|meaningful))\b",
-    re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])|\n\s*\n|\n\s*[-*]\s+")
 
@@ -157,7 +156,7 @@ def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
         lanes = set(pattern.findall(sentence))
         if not lanes:
             continue
-        negated = bool(_NEGATED.search(sentence))
+        negated = _NEGATED.found(sentence)
         for lane in lanes:
             found.setdefault(lane, []).append((line, negated))
     return found
@@ -194,11 +193,11 @@ def lanes_disagree_with_validation(ctx, card):
 
 # In inference order: "to CPU" turns up in NPU and AMD titles, so cpu is tried last.
 HARDWARE = {
-    "npu": re.compile(r"(?<![a-z])npu|ascend", re.IGNORECASE),
-    "amd": re.compile(r"\bamd\b|rocm|\bhip\b|aiter|\bmi[23]\d\dx?\b", re.IGNORECASE),
-    "xpu": re.compile(r"\bxpu\b", re.IGNORECASE),
-    "cuda": re.compile(r"blackwell|hopper|\bsm_?(?:90|100|120)\b|\b[bh][12]00\b|nvidia", re.IGNORECASE),
-    "cpu": re.compile(r"\bcpu\b|\bamx\b|xeon|\bintel\b", re.IGNORECASE),
+    "npu": Caseless(r"(?<![a-z])npu|ascend"),
+    "amd": Caseless(r"\bamd\b|rocm|\bhip\b|aiter|\bmi[23]\d\dx?\b"),
+    "xpu": Caseless(r"\bxpu\b"),
+    "cuda": Caseless(r"blackwell|hopper|\bsm_?(?:90|100|120)\b|\b[bh][12]00\b|nvidia"),
+    "cpu": Caseless(r"\bcpu\b|\bamx\b|xeon|\bintel\b"),
 }
 
 
@@ -210,7 +209,7 @@ def card_hardware(ctx, card) -> list[str]:
         return [declared] if isinstance(declared, str) else list(declared)
     lock = ctx.card_lock(card) or {}
     text = " ".join([str(meta.get("title", ""))] + [f["path"] for f in lock.get("files", [])])
-    return [hw for hw, pat in HARDWARE.items() if pat.search(text)][:1]
+    return [hw for hw, pat in HARDWARE.items() if pat.found(text)][:1]
 
 
 @rule("L014", "hardware-validated-on-gpu")
@@ -240,11 +239,11 @@ def hardware_validated_on_gpu(ctx, card):
     if targets == ["cuda"]:
         return  # an NVIDIA-generation PR: the GPU lanes run on its hardware
     sentences = _validation_sentences(card)
-    if not any(HARDWARE[hw].search(s) for _, s in sentences for hw in targets):
+    if not any(HARDWARE[hw].found(s) for _, s in sentences for hw in targets):
         yield Finding(rel, card.sections["Validation"].line, 1, "L014",
                       f"Validation of a {'/'.join(targets)} PR never says how to run it on {'/'.join(targets)}")
     for lane in meta.get("lanes") or []:
-        on_hw = any(re.search(rf"(?<![\w-]){re.escape(str(lane))}(?![\w-])", s) and HARDWARE[hw].search(s)
+        on_hw = any(re.search(rf"(?<![\w-]){re.escape(str(lane))}(?![\w-])", s) and HARDWARE[hw].found(s)
                     for _, s in sentences for hw in targets)
         if not on_hw:
             yield Finding(rel, card.key_line("lanes"), 1, "L014",

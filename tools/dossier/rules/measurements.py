@@ -21,7 +21,7 @@ def measurement_malformed(ctx):
     equivalence error. `--quick` smoke runs and CPU runs are not measurements. The
     file must sit where its subject says.
     """
-    for key, (path, record, error) in ms.records(ctx.root).items():
+    for key, (path, record, error) in ctx.measurement_records.items():
         rel = ctx.rel(path)
         if error:
             yield Finding(rel, 1, 1, "M001", error)
@@ -47,7 +47,7 @@ def measurement_stale(ctx):
         yield Finding(ms.REPROS_DIR, 1, 1, "M002", str(exc))
         return
     recorded = set()
-    for _, (path, record, error) in ms.records(ctx.root).items():
+    for _, (path, record, error) in ctx.measurement_records.items():
         if error or not isinstance(record, dict) or not isinstance(record.get("script"), str):
             continue
         recorded.add(record["script"])

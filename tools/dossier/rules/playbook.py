@@ -153,31 +153,34 @@ def playbook_cites_gone_card(ctx):
 
 @rule("L016", "playbook-not-in-release", scope="project")
 def playbook_not_in_release(ctx):
-    """A playbook entry names an sglang flag, env var or file that the newest release lacks, without saying so.
+    """A playbook entry names an sglang or sglang-omni flag, env var or file that the newest release lacks, without saying so.
 
     The base is current to a pinned upstream SHA, but users run the released wheel.
-    `references/trees/sglang-release.json` (`dossier tree sglang --wheel sglang-X.whl`)
-    lists the release's paths, CLI flags and env vars. A knob or file the release does
+    `references/trees/<repo>-release.json` (`dossier tree REPO --wheel WHEEL`)
+    lists each release's paths, CLI flags and env vars. A knob or file the release does
     not have must say so where it is named (the knob text or the file's `why` names the
     release version, e.g. "removed in 0.5.23: use --mm-feature-transport").
     """
+    pinned = ctx.pinned_names
+    for repo, release in ctx.releases.items():
+        if release:
+            yield from _not_in_release(ctx, repo, release, pinned)
+
+
+def _not_in_release(ctx, repo, release, pinned):
     from ..trees import missing_in_release
 
-    release = ctx.release
-    if not release:
-        return
     version = release["version"]
-    pinned = ctx.pinned_names
     for entry, path, line_of in _entries(ctx):
         for i, knob in enumerate(_list(entry, "knobs")):
             gone = missing_in_release(release, str(knob), pinned)
             if gone and version not in str(knob):
                 yield Finding(path, line_of(entry, "knobs", i), 1, "L016",
-                              f"{entry.get('id')}: {', '.join(gone)} is not in sglang {version}; say so in the knob")
+                              f"{entry.get('id')}: {', '.join(gone)} is not in {repo} {version}; say so in the knob")
         for i, look in enumerate(_list(entry, "look")):
-            if not isinstance(look, dict) or look.get("repo") != "sglang":
+            if not isinstance(look, dict) or look.get("repo") != repo:
                 continue
             gone = missing_in_release(release, str(look.get("file", "")))
             if gone and version not in str(look.get("why", "")):
                 yield Finding(path, line_of(entry, "look", i), 1, "L016",
-                              f"{entry.get('id')}: {look.get('file')} is not in sglang {version}; say so in its why")
+                              f"{entry.get('id')}: {look.get('file')} is not in {repo} {version}; say so in its why")

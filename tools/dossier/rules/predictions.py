@@ -10,24 +10,23 @@ from __future__ import annotations
 
 import re
 
-from .base import Finding, rule
+from .base import Caseless, Finding, rule
 
 _CHANGE = (r"(?:drop(?! out)|fall(?! back)|go down|decrease|decline|shrink|halve|rise|go up|increase|grow|improve|double"
            r"|speed up|slow down)")
-_PREDICTION = re.compile(
+_PREDICTION = Caseless(
     r"\bshould\s+(?:\w+\s+){0,3}?" + _CHANGE + r"\w*"
     r"|\bshould\s+(?:be|get|come out|stay|run|finish)\s+(?:\w+\s+){0,2}?(?:faster|slower|lower|higher|smaller|larger"
     r"|shorter|longer|cheaper|better|worse)\b"
     r"|\b(?:roughly|about|around|nearly|almost)\s+(?:double|twice|halve|half|triple)\b"
     r"|\bexpect(?:ed|s)?\s+(?:a|an|the)?\s*(?:\w+\s+)?(?:drop|gain|speed-?up|improvement|increase|decrease|reduction|win)\b"
-    r"|\bwill\s+(?:be\s+)?(?:faster|slower|lower|higher)\b",
-    re.IGNORECASE)
+    r"|\bwill\s+(?:be\s+)?(?:faster|slower|lower|higher)\b")
 # A measured number: digits with a unit of time, rate, size or ratio.
-_NUMBER = re.compile(r"\d(?:[\d,.]*\d)?\s*(?:%|x\b|×|ms\b|µs\b|us\b|s\b|seconds?\b|req/s|tok/s|tokens/s|qps\b|QPS\b"
-                     r"|GB\b|GiB\b|MB\b|MiB\b|KB\b|samples/s|fps\b|TFLOP)", re.IGNORECASE)
-_SAYS_UNMEASURED = re.compile(r"\b(?:not measured|unmeasured|no (?:measured )?number|not been measured|nobody measured"
-                              r"|no (?:benchmark|measurement)s?\b|not benchmarked|untimed)", re.IGNORECASE)
-_RECORD = re.compile(r"references/measurements/|Measured on H200|measured table", re.IGNORECASE)
+_NUMBER = Caseless(r"\d(?:[\d,.]*\d)?\s*(?:%|x\b|×|ms\b|µs\b|us\b|s\b|seconds?\b|req/s|tok/s|tokens/s|qps\b|QPS\b"
+                     r"|GB\b|GiB\b|MB\b|MiB\b|KB\b|samples/s|fps\b|TFLOP)")
+_SAYS_UNMEASURED = Caseless(r"\b(?:not measured|unmeasured|no (?:measured )?number|not been measured|nobody measured"
+                              r"|no (?:benchmark|measurement)s?\b|not benchmarked|untimed)")
+_RECORD = Caseless(r"references/measurements/|Measured on H200|measured table")
 # A sentence ends at . ! or ? before whitespace and a capital, a backtick or a bracket, so
 # "Qwen2.5-VL" and "e.g. the lane" stay whole.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\[])")
@@ -38,9 +37,9 @@ def unsupported_predictions(prose: str) -> list[str]:
     out = []
     for piece in _SENTENCE_END.split(prose):
         sentence = " ".join(piece.split())
-        if not _PREDICTION.search(sentence):
+        if not _PREDICTION.found(sentence):
             continue
-        if _NUMBER.search(sentence) or _SAYS_UNMEASURED.search(sentence) or _RECORD.search(sentence):
+        if _NUMBER.found(sentence) or _SAYS_UNMEASURED.found(sentence) or _RECORD.found(sentence):
             continue
         out.append(sentence)
     return out

@@ -51,7 +51,7 @@ def radar_merged_without_card(ctx):
                          f"run `dossier fetch {d['repo']} {d['number']}` and `dossier new {d['repo']} {d['number']}`")
 
 
-@rule("R006", "radar-resolution-without-card", scope="project")
+@rule("R007", "radar-resolution-without-card", scope="project")
 def radar_resolution_without_card(ctx):
     """A radar entry says upstream merged a PR for it (`upstream_merged`) that has no card.
 
@@ -62,7 +62,7 @@ def radar_resolution_without_card(ctx):
         d = item.data
         for m in d.get("upstream_merged") or []:
             if isinstance(m, dict) and f"{d['repo']}/{m.get('pr')}" not in ctx.card_ids:
-                yield _f(ctx, item.at("upstream_merged"), "R006",
+                yield _f(ctx, item.at("upstream_merged"), "R007",
                          f"{d['id']}: upstream_merged names {d['repo']}#{m.get('pr')}, which has no card")
 
 
@@ -116,3 +116,42 @@ def radar_unknown_link(ctx):
         for symptom in d.get("symptoms") or []:
             if symptom not in ctx.playbook_ids:
                 yield _f(ctx, item.at("symptoms"), "R005", f"{d['id']}: no playbook entry {symptom!r}")
+
+
+@rule("R006", "radar-release-claim", scope="project")
+def radar_release_claim(ctx):
+    """A radar entry's `release` claim does not hold in that release's listing.
+
+    Releases run ahead of the pinned history. An open radar item whose code the newest
+    release already holds says so: `release: {version, file, symbols}` ("present in
+    release X, merged after the pinned history"). The claim is checked against
+    `references/trees/<repo>-release.json`: the version must be the one listed, the file
+    must ship in the wheel, and each symbol must be a name the file defines or uses.
+    """
+    for item in _valid_items(ctx):
+        d = item.data
+        rel = d.get("release")
+        if not isinstance(rel, dict):
+            continue
+        listing = ctx.releases.get(d["repo"])
+        if listing is None:
+            yield _f(ctx, item.at("release"), "R006", f"{d['id']}: no release listing for {d['repo']}; "
+                                                      f"run `dossier tree {d['repo']} --wheel WHEEL`")
+            continue
+        if str(rel["version"]) != listing["version"]:
+            yield _f(ctx, item.at("release"), "R006", f"{d['id']}: release {rel['version']} is not the listed "
+                                                      f"{d['repo']} {listing['version']}; check it there")
+            continue
+        path = str(rel["file"])
+        if path not in listing["paths"]:
+            yield _f(ctx, item.at("release"), "R006", f"{d['id']}: {path} is not in {d['repo']} {listing['version']}")
+            continue
+        names = set(listing.get("identifiers", {}).get(path, [])) | \
+            {n.rsplit(".", 1)[-1] for n in listing.get("symbols", {}).get(path, [])}
+        if path not in listing.get("identifiers", {}):
+            yield _f(ctx, item.at("release"), "R006", f"{d['id']}: the release listing has no names for {path}; "
+                                                      f"list the wheel again (`dossier tree {d['repo']} --wheel WHEEL`)")
+            continue
+        for sym in rel["symbols"]:
+            if str(sym).rsplit(".", 1)[-1] not in names:
+                yield _f(ctx, item.at("release"), "R006", f"{d['id']}: {path} in {listing['version']} has no {sym}")

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 
-from .base import Finding, rule
+from .base import Caseless, Finding, rule
 
 _PATH = re.compile(r"(?<![\w/.-])((?:benchmarks|examples|tests|test|scripts|playbook|python/sglang|sglang_omni)"
                    r"/[\w./-]+\.py)")
 _MODULE = re.compile(r"python3? -m ((?:benchmarks|sglang_omni|sglang)(?:\.\w+)+)")
 # A card may name a script its PR used that later left upstream, when it says so.
-_SAYS_GONE = re.compile(r"\b(gone|removed|deleted|no longer|retired|renamed)\b", re.IGNORECASE)
+_SAYS_GONE = Caseless(r"\b(gone|removed|deleted|no longer|retired|renamed)\b")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
 
 
@@ -93,7 +93,7 @@ def validation_script_missing(ctx, card):
         if in_lock.intersection(paths) or _exists(ctx, paths, (repo,)):
             continue
         path = paths[0]
-        if _SAYS_GONE.search(_sentence_at(text, offset)):
+        if _SAYS_GONE.found(_sentence_at(text, offset)):
             continue
         line_start, number = max((s for s in starts if s[0] <= offset), default=(0, section.line))
         yield Finding(ctx.rel(card.path), number, offset - line_start + 1, "L032",

@@ -134,25 +134,27 @@ def skill_unknown_file(ctx):
 
 @rule("K007", "skill-not-in-release", scope="project")
 def skill_not_in_release(ctx):
-    """SKILL.md names an sglang flag, env var or file the newest release lacks, without saying so.
+    """SKILL.md names an sglang or sglang-omni flag, env var or file the newest release lacks, without saying so.
 
     The same check as L016 for the skill: a line that names something
-    `references/trees/sglang-release.json` does not list must name the release version
-    too ("not in 0.5.23"), so an assistant does not send a user of the wheel to it.
+    `references/trees/<repo>-release.json` does not list must name the release version
+    too ("not in 0.5.23", "gone in 0.1.9"), so an assistant does not send a user of the wheel to it.
     """
     from ..trees import missing_in_release
 
     if ctx.card_paths is not None:
         return
-    release = ctx.release
     text, _, _ = _read_skill(ctx)
-    if not release or text is None:
+    if text is None:
         return
     pinned = ctx.pinned_names
-    for number, line in enumerate(text.split("\n"), start=1):
-        gone = missing_in_release(release, line, pinned)
-        if gone and release["version"] not in line:
-            yield Finding(SKILL, number, 1, "K007", f"{', '.join(gone)} is not in sglang {release['version']}; say so")
+    for repo, release in ctx.releases.items():
+        if not release:
+            continue
+        for number, line in enumerate(text.split("\n"), start=1):
+            gone = missing_in_release(release, line, pinned)
+            if gone and release["version"] not in line:
+                yield Finding(SKILL, number, 1, "K007", f"{', '.join(gone)} is not in {repo} {release['version']}; say so")
 
 
 @rule("K008", "skill-as-of", scope="project")

@@ -7,6 +7,7 @@ import datetime as _dt
 from ..cards import KINDS, REQUIRED_SECTIONS, STATES
 from .base import Finding, RULES, rule
 
+LIST_KEYS = ("families", "lanes", "symptoms")  # lists of names: nothing nested
 REQUIRED_KEYS = {
     "repo": str, "pr": int, "title": str, "state": str, "url": str,
     "families": list, "kind": str, "lanes": list,
@@ -33,7 +34,8 @@ def frontmatter_field(ctx, card):
     """A required frontmatter field is missing or has the wrong type.
 
     Required: repo, pr, title, state, url, families (list), kind, lanes (list).
-    `merged` is required when state is `merged`.
+    `merged` is required when state is `merged`; `symptoms`, when present, is a list.
+    families, lanes and symptoms hold names (strings), nothing nested.
     """
     meta = card.meta
     if meta is None:
@@ -44,6 +46,13 @@ def frontmatter_field(ctx, card):
         elif not isinstance(meta[key], typ) or isinstance(meta[key], bool):
             yield _f(ctx, card, card.key_line(key), "S002",
                      f"frontmatter field '{key}' must be {typ.__name__}, got {type(meta[key]).__name__}")
+    if "symptoms" in meta and not isinstance(meta["symptoms"], list):
+        yield _f(ctx, card, card.key_line("symptoms"), "S002",
+                 f"frontmatter field 'symptoms' must be list, got {type(meta['symptoms']).__name__}")
+    for key in LIST_KEYS:
+        value = meta.get(key)
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            yield _f(ctx, card, card.key_line(key), "S002", f"frontmatter field '{key}' must be a list of names (strings)")
     if meta.get("state") == "merged" and not meta.get("merged"):
         yield _f(ctx, card, card.key_line("state"), "S002", "state is merged but 'merged' date is missing")
 

@@ -19,6 +19,7 @@ import yaml
 from ..config import Config
 from ..errors import DossierError
 from ..fsio import read_text
+from ..measurements import BLOCK_END
 from ..render import render
 from . import check_pages
 from .markdown import (cell, diff_fences, frontmatter, link_excerpt_heads, link_pr_numbers, rewrite_links,
@@ -76,6 +77,7 @@ class Site:
             self.pages["radar.md"] = frontmatter("Radar") + rewrite_links(
                 radar, "references/radar.md", "radar.md", refs.site_path)
         self.pages["measurements.md"] = self.measurements_page()
+        self.pages.update({path: svg for path, svg in self.charts.values()})
         self.pages.update(check_pages.pages(self.check_help))
         return self.pages
 
@@ -98,6 +100,10 @@ class Site:
         heading = _H1.search(body)
         if heading:
             body = body[:heading.start()] + body[heading.end():]
+        chart = self.charts.get(f"{repo}#{pr}")
+        if chart and BLOCK_END in body:  # the measured block's chart right under its table
+            body = body.replace(BLOCK_END, f"{BLOCK_END}\n\n![Time ratio and peak memory per case]"
+                                           f"({'../' * page.count('/')}{chart[0]})\n", 1)
         entries, lanes = refs.cites(cid)
         return _page("card.md.j2", page, refs, title=f"{repo}#{pr} {title}".strip(),
                      h1=heading.group(0) if heading else f"# {title}",
@@ -154,6 +160,12 @@ class Site:
             if entry.get("incidental"):
                 status += f"; {entry['incidental']['prs']} incidental touches ({entry['incidental']['lines']} lines)"
             rows.append(("Today", cell(status)))
+        from .. import release
+
+        rel = release.for_card(self.refs.releases, cid)
+        if rel:
+            rows.append((f"In {rel['version']}", cell(f"{rel['state']} ({rel['present']}/{rel['added']} added lines of its "
+                                                     f"shipped files stand in the release's wheel)")))
         source = lock.get("source") or {}
         if source.get("commit"):
             rows.append(("Evidence", cell(f"{source.get('kind', '')} commit {source['commit'][:12]}, "
@@ -250,6 +262,21 @@ class Site:
         lanes = [(lid, lane.get("id", lid), lane.get("title", "")) for lid, lane in self.refs.lanes.items()]
         return _page("lanes_index.md.j2", "lanes/index.md", self.refs, lanes=lanes)
 
+    @cached_property
+    def charts(self) -> dict[str, tuple[str, str]]:
+        """subject -> (docs path, SVG) of every valid measurement record that has timed cases."""
+        from .. import measurements
+        from .charts import chart_path, record_svg
+
+        out = {}
+        for subject, (_, rec, err) in sorted(self.refs.kb.measurement_records.items()):
+            if err or not isinstance(rec, dict) or measurements.problems(rec):
+                continue
+            svg = record_svg(rec)
+            if svg:
+                out[subject] = (chart_path(subject), svg)
+        return out
+
     def measurements_page(self) -> str:
         """Every measurement record, sortable by any column (docs/javascripts/tablesort.js)."""
         from .. import measurements
@@ -260,7 +287,8 @@ class Site:
                 continue
             cid = subject.replace("#", "/")
             rows.append(dict(subject=subject, card=cid if cid in self.refs.cards else None, record=rec,
-                             headline=measurements.headline(rec), flags=measurements.flags(rec)))
+                             headline=measurements.headline(rec), flags=measurements.flags(rec), chart=(self.charts.get(subject) or [None])[0],
+                             script_name=rec["script"].rsplit("/", 1)[-1]))
         return _page("measurements.md.j2", "measurements.md", self.refs, records=rows)
 
     # ---- the home page -------------------------------------------------------------

@@ -83,6 +83,10 @@ class CrossRefs:
     def supersession(self) -> dict:
         return self.kb.supersession
 
+    @cached_property
+    def releases(self) -> dict[str, dict | None]:
+        return self.kb.releases
+
     def today(self, card_id: str) -> dict | None:
         """How much of a card's code still stands at the pinned SHA, if measured."""
         from .. import supersede

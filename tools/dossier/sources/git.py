@@ -186,16 +186,7 @@ class History:
                                     "--", path)
         except git.GitCommandError:
             return []
-        found = []
-        for block in out.split("\x1e")[1:]:
-            head_line, _, rest = block.partition("\n")
-            _, date, subject = head_line.split(_SEP, 2)
-            for line in rest.splitlines():
-                parts = line.split("\t")
-                if parts and parts[0].startswith("R") and len(parts) == 3:
-                    found.append((parts[1], parts[2], pr_from_subject(subject), _iso_date(date)))
-        return found
-
+        return _renames_of(out)
 
     def all_renames(self) -> list[tuple[str, str, int | None, str]]:
         """(old path, new path, PR, date) of every first-parent rename: one history walk, for
@@ -210,16 +201,22 @@ class History:
                                     f"--format=\x1e%H{_SEP}%aI{_SEP}%s", head)
         except git.GitCommandError:
             return []
-        found = []
-        for block in out.split("\x1e")[1:]:
-            head_line, _, rest = block.partition("\n")
-            _, date, subject = head_line.split(_SEP, 2)
-            for line in rest.splitlines():
-                parts = line.split("\t")
-                if parts and parts[0].startswith("R") and len(parts) == 3:
-                    found.append((parts[1], parts[2], pr_from_subject(subject), _iso_date(date)))
-        self._renames = found
-        return found
+        self._renames = _renames_of(out)
+        return self._renames
+
+
+def _renames_of(log: str) -> list[tuple[str, str, int | None, str]]:
+    """(old path, new path, PR, date) of the renames in `git log --name-status` output
+    formatted as \x1e<sha><SEP><date><SEP><subject>."""
+    found = []
+    for block in log.split("\x1e")[1:]:
+        head_line, _, rest = block.partition("\n")
+        _, date, subject = head_line.split(_SEP, 2)
+        for line in rest.splitlines():
+            parts = line.split("\t")
+            if parts and parts[0].startswith("R") and len(parts) == 3:
+                found.append((parts[1], parts[2], pr_from_subject(subject), _iso_date(date)))
+    return found
 
 
 def pr_meta(pc: PrCommit) -> dict:

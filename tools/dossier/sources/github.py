@@ -71,7 +71,26 @@ def backoff_scale() -> float:
 
 
 def api_root(api_url: str | None) -> str:
-    return (api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API).rstrip("/")
+    """The API root, checked: http(s) with a host, and no credentials in it.
+
+    A `user:secret@` URL would be written into the lock's `source.api_url` (a committed
+    file) and into error lines, so it is refused; the token belongs in GITHUB_TOKEN.
+    """
+    from urllib.parse import urlsplit
+
+    raw = (api_url or os.environ.get("GITHUB_API_URL") or DEFAULT_API).strip().rstrip("/")
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise DossierError("the GitHub API URL is not a URL (expected https://host[/path])") from None
+    if parts.username is not None or parts.password is not None:
+        shown = parts._replace(netloc=parts.hostname or "").geturl()
+        raise DossierError(f"the GitHub API URL carries credentials ({shown} with user:password@); "
+                           "remove them and set GITHUB_TOKEN instead")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise DossierError(f"the GitHub API URL must be http(s)://host[/path], got {raw!r}")
+    return raw
 
 
 def client(api_url: str | None = None, retries: int = 5) -> github.Github:
@@ -307,6 +326,11 @@ def fetch_github(config: Config, repo: str, numbers: list[int], api_url: str | N
                 record, files = _fetch_one(gh, cache, upstream, pr)
             except (GithubException, requests.exceptions.RequestException) as exc:
                 results.append(FetchResult(pr, error=describe(exc, f"{upstream}#{pr}", root)))
+                continue
+            except (TypeError, KeyError, AttributeError, ValueError) as exc:  # a 200 that is no pull request
+                results.append(FetchResult(pr, error=f"GitHub API at {root} answered {upstream}#{pr} with something "
+                                                     f"that is not a pull request (not JSON, or the wrong shape: "
+                                                     f"{type(exc).__name__})"))
                 continue
             results.append(store_lock(config, repo, pr, github_lock(config, repo, record, files, root)))
     finally:

@@ -1,0 +1,36 @@
+"""`dossier watch`: what upstream merged and released since the pins; exit 1 when there is something to do."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..errors import DossierError
+from ._base import config_at, root_option
+
+
+@click.command("watch")
+@click.option("--clone", "clones", multiple=True, metavar="REPO=PATH",
+              help="Read REPO's merged PRs from a local clone (repeatable); other repos ask the GitHub API.")
+@click.option("--ref", default="HEAD", show_default=True, help="The clones' ref to compare with the pins.")
+@click.option("--api-url", default=None, help="GitHub API root (default: GITHUB_API_URL or api.github.com).")
+@click.option("--index-url", default=None, help="Package index root (default: DOSSIER_INDEX_URL or pypi.org).")
+@click.option("--skip", multiple=True, type=click.Choice(["prs", "releases", "radar"]), help="Leave a question out.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text for people, json for scripts (the weekly workflow keeps the json report).")
+@root_option
+def command(clones, ref, api_url, index_url, skip, fmt, root):
+    """Report merged PRs on the families' paths with no card or exclusion, newer releases and radar changes."""
+    from ..watch import watch
+
+    config = config_at(root)
+    by_repo = {}
+    for item in clones:
+        name, sep, path = item.partition("=")
+        if not sep or name not in config.repos:
+            raise DossierError(f"--clone takes REPO=PATH with REPO one of {', '.join(config.repos)}, got {item!r}")
+        by_repo[name] = path
+    report = watch(config, by_repo, ref, api_url, index_url, tuple(skip))
+    click.echo(json.dumps(report.as_dict(), indent=1) if fmt == "json" else report.text())
+    raise SystemExit(1 if report.todo else 0)

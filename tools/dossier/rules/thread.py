@@ -1,0 +1,49 @@
+"""Thread status lives in the frontmatter (P010), never in a card's prose.
+
+Whether the PR's thread was read is a fact about the card's sources, recorded as
+`thread: read` or `thread: none found (searched YYYY-MM-DD)`. Prose such as "the PR had no
+description" or "read from the diff" was wrong in most of the cards that said it (the
+threads existed), so a card says what the thread or the diff shows, not whether a thread
+could be found.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import Finding, rule
+
+_STATUS = re.compile(
+    r"\b(?:no (?:PR )?description|(?:has|had|carries|carried|with) (?:an? )?(?:empty|no) description"
+    r"|without a description|description (?:is|was) empty|read from the diff"
+    r"|(?:not|never) (?:found )?in the (?:search )?corpus|corpus (?:has|holds|had) no (?:thread|description)"
+    r"|no (?:PR )?thread (?:was |could be )?found|thread (?:was|is) not (?:found|read)"
+    r"|thread (?:was|is) (?:missing|unavailable)|(?:search|issues) corpus|the corpus(?![ -](?:WER|CER|level)))\b",
+    re.IGNORECASE)
+_JUDGED = ("Motivation", "Key implementation", "Validation", "Risk")
+
+
+@rule("P010", "thread-status-in-prose")
+def thread_status_in_prose(ctx, card):
+    """A card's prose says whether the PR's thread or description could be found.
+
+    Say what the thread, the issue or the diff shows instead, and record the search in
+    the frontmatter: `thread: read`, or `thread: none found (searched YYYY-MM-DD)`.
+    """
+    for name in _JUDGED:
+        section = card.sections.get(name)
+        if section is None:
+            continue
+        # The section's prose as one text (fences blanked), so a phrase that wraps is seen whole.
+        starts, text, fenced = [], "", False
+        for number, line in section.body:
+            if line.lstrip().startswith(("```", "~~~")):
+                fenced = not fenced
+                line = ""
+            starts.append((len(text), number))
+            text += ("" if fenced else line) + " "
+        for m in _STATUS.finditer(text):
+            start, number = max((s for s in starts if s[0] <= m.start()), default=(0, section.line))
+            yield Finding(ctx.rel(card.path), number, m.start() - start + 1, "P010",
+                          f"thread status in prose ('{' '.join(m.group(0).split())}'); record it as `thread:` "
+                          f"in the frontmatter and say what the sources show")
