@@ -97,10 +97,17 @@ def test_search_finds_a_card_by_a_symbol_from_its_excerpt(served, browser, tmp_p
 def test_a_family_page_fits_1400_px(served, browser):
     browser.set_window_size(1400, 900)
     browser.get(f"{served}/families/index.html")
-    link = WebDriverWait(browser, 30).until(EC.presence_of_element_located(
+    WebDriverWait(browser, 30).until(EC.presence_of_element_located(
         (By.CSS_SELECTOR, "article a[href$='.html']:not([href*='index'])")))
-    browser.get(link.get_attribute("href"))
-    WebDriverWait(browser, 30).until(EC.presence_of_element_located((By.CSS_SELECTOR, "article table")))
+    pages = browser.execute_script(
+        "return [...document.querySelectorAll(\"article a[href$='.html']:not([href*='index'])\")].map(a => a.href)")
+    for page in pages:  # the first family page that has cards, hence a table
+        browser.get(page)
+        WebDriverWait(browser, 30).until(EC.presence_of_element_located((By.CSS_SELECTOR, "article")))
+        if browser.find_elements(By.CSS_SELECTOR, "article table"):
+            break
+    else:
+        pytest.fail(f"no family page with a table among {pages}")
     overflow = browser.execute_script(
         "return [...document.querySelectorAll('article table')].map(t => t.scrollWidth - t.parentElement.clientWidth)")
     assert overflow and max(overflow) <= 1, overflow
