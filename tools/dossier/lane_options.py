@@ -140,6 +140,11 @@ def dry_run_argv(args: list[str]) -> list[str] | None:
     return out + ["--dry-run"]
 
 
+def command_key(script: str, argv: list[str]) -> str:
+    """How a lane command's dry-run verdict is looked up."""
+    return f"{script} {json.dumps(argv)}"
+
+
 def command_verdicts(root: Path, commands: list[tuple[str, list[str]]]) -> dict[str, str | None]:
     """Each lane command's `--dry-run` verdict: None when the lane takes it, else its error line.
     Keyed by "script args"; run in one interpreter and cached by the lane folder's content."""
@@ -155,7 +160,7 @@ def command_verdicts(root: Path, commands: list[tuple[str, list[str]]]) -> dict[
         argv = dry_run_argv(args)
         if argv is None:
             continue
-        key = f"{script} {json.dumps(argv)}"
+        key = command_key(script, argv)
         hit = cache.get(content_key(base, key))
         if hit is not None:
             out[key] = hit[0]

@@ -216,13 +216,10 @@ def list_release(config: Config, wheel: str) -> tuple[Path, dict]:
 
 
 def load_release(root: Path, repo: str = "sglang") -> dict | None:
-    path = root / TREES_DIR / f"{repo}-release.json"
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DossierError(f"{TREES_DIR}/{repo}-release.json: broken JSON at line {exc.lineno}") from None
+    """A release listing (release.py owns the format)."""
+    from .release import load
+
+    return load(root, repo)
 
 
 _FIELD = re.compile(r"^\s{4}([a-z][a-z0-9_]*)\s*:\s*(?:A\[|[A-Za-z])", re.M)

@@ -105,3 +105,14 @@ def exit_for(failed: int, total: int) -> None:
     """Exit 1 when some items failed, 2 when all did; return when none did."""
     if failed:
         sys.exit(1 if failed < total else 2)
+
+
+def repo_paths(items, config, option: str) -> dict[str, str]:
+    """`REPO=PATH` option values (`--source`, `--clone`) as {repo: path}; one error line otherwise."""
+    out = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not path or name not in config.repos:
+            raise DossierError(f"{option} takes REPO=PATH with REPO one of {', '.join(config.repos)}, got {item!r}")
+        out[name] = path
+    return out

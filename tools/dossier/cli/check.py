@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..errors import DossierError
-from ._base import config_at, root_option
+from ._base import config_at, repo_paths, root_option
 
 
 @click.command()
@@ -24,13 +24,7 @@ def check(paths, fmt, select, ignore, exit_zero, sources, root):
     from ..kb import KnowledgeBase
 
     config = config_at(root)
-    src = {}
-    for item in sources:
-        name, sep, path = item.partition("=")
-        if not sep or not path:
-            raise DossierError(f"--source takes NAME=CLONE, got {item!r}")
-        config.repo(name)
-        src[name] = path
+    src = repo_paths(sources, config, "--source")
     ctx = KnowledgeBase(config, sources=src)
     ctx.card_paths = card_paths_from_args(ctx, paths)
     split = lambda vals: [v.strip() for x in vals for v in x.split(",") if v.strip()]  # noqa: E731

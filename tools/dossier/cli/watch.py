@@ -6,8 +6,7 @@ import json
 
 import click
 
-from ..errors import DossierError
-from ._base import config_at, root_option
+from ._base import config_at, repo_paths, root_option
 
 
 @click.command("watch")
@@ -25,12 +24,7 @@ def command(clones, ref, api_url, index_url, skip, fmt, root):
     from ..watch import watch
 
     config = config_at(root)
-    by_repo = {}
-    for item in clones:
-        name, sep, path = item.partition("=")
-        if not sep or name not in config.repos:
-            raise DossierError(f"--clone takes REPO=PATH with REPO one of {', '.join(config.repos)}, got {item!r}")
-        by_repo[name] = path
+    by_repo = repo_paths(clones, config, "--clone")
     report = watch(config, by_repo, ref, api_url, index_url, tuple(skip))
     click.echo(json.dumps(report.as_dict(), indent=1) if fmt == "json" else report.text())
     raise SystemExit(1 if report.todo else 0)

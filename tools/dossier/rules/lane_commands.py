@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import shlex
 
+from ..lane_options import command_key, dry_run_argv, lane_invocations
 from .base import Finding, rule
 
-from ..lane_options import lane_invocations  # noqa: E402  (the one parser of lane commands)
 
 def _problems(options: dict, args: list[str]) -> list[str]:
     out, i = [], 0
@@ -57,9 +57,6 @@ def _server_flag_problems(ctx, args: list[str]) -> list[str]:
 
 
 def _check(ctx, text: str):
-    from ..lane_options import dry_run_argv
-    import json
-
     options = ctx.lane_options
     verdicts = ctx.lane_command_verdicts
     for offset, script, args in lane_invocations(text):
@@ -73,7 +70,7 @@ def _check(ctx, text: str):
         for problem in problems:
             yield offset, f"{script}: {problem}"
         argv = dry_run_argv(args)
-        refusal = verdicts.get(f"{script} {json.dumps(argv)}") if argv and not problems else None
+        refusal = verdicts.get(command_key(script, argv)) if argv and not problems else None
         if refusal:
             yield offset, f"{script} refuses these options (its --dry-run says: {refusal})"
 
