@@ -42,6 +42,10 @@ def is_fence(line: str) -> bool:
 _FENCE_OPENERS = ("```", "~~~")
 
 
+# A sentence ends at . ! or ? before whitespace and a capital, a backtick or a bracket, so
+# "Qwen2.5-VL" and "e.g. the lane" stay whole (the Validation rules read sentences this way).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\[])")
+
 @dataclass
 class Excerpt:
     path: str

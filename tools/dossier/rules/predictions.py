@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ..cards import SENTENCE_END
 from .base import Caseless, Finding, rule
 
 _CHANGE = (r"(?:drop(?! out)|fall(?! back)|go down|decrease|decline|shrink|halve|rise|go up|increase|grow|improve|double"
@@ -27,15 +28,12 @@ _NUMBER = Caseless(r"\d(?:[\d,.]*\d)?\s*(?:%|x\b|×|ms\b|µs\b|us\b|s\b|seconds?
 _SAYS_UNMEASURED = Caseless(r"\b(?:not measured|unmeasured|no (?:measured )?number|not been measured|nobody measured"
                               r"|no (?:benchmark|measurement)s?\b|not benchmarked|untimed)")
 _RECORD = Caseless(r"references/measurements/|Measured on H200|measured table")
-# A sentence ends at . ! or ? before whitespace and a capital, a backtick or a bracket, so
-# "Qwen2.5-VL" and "e.g. the lane" stay whole.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\[])")
 
 
 def unsupported_predictions(prose: str) -> list[str]:
     """The sentences of `prose` that predict an effect with no number and no 'not measured'."""
     out = []
-    for piece in _SENTENCE_END.split(prose):
+    for piece in SENTENCE_END.split(prose):
         sentence = " ".join(piece.split())
         if not _PREDICTION.found(sentence):
             continue

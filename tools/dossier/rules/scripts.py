@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from ..cards import SENTENCE_END
 from .base import Caseless, Finding, rule
 
 _PATH = re.compile(r"(?<![\w/.-])((?:benchmarks|examples|tests|test|scripts|playbook|python/sglang|sglang_omni)"
@@ -17,7 +18,6 @@ _PATH = re.compile(r"(?<![\w/.-])((?:benchmarks|examples|tests|test|scripts|play
 _MODULE = re.compile(r"python3? -m ((?:benchmarks|sglang_omni|sglang)(?:\.\w+)+)")
 # A card may name a script its PR used that later left upstream, when it says so.
 _SAYS_GONE = Caseless(r"\b(gone|removed|deleted|no longer|retired|renamed)\b")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
 
 
 def script_paths(text: str) -> list[tuple[int, tuple[str, ...]]]:
@@ -104,7 +104,7 @@ def validation_script_missing(ctx, card):
 def _sentence_at(text: str, offset: int) -> str:
     """The sentence (or paragraph piece) of `text` that holds `offset`."""
     start = 0
-    for m in _SENTENCE_END.finditer(text):
+    for m in SENTENCE_END.finditer(text):
         if m.start() >= offset:
             return text[start:m.start()]
         start = m.end()
