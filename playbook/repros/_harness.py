@@ -54,6 +54,11 @@ def pin(cpu: str, warmup: int) -> dict:
             core = allowed[-1] if cpu == "auto" else int(cpu)
             os.sched_setaffinity(0, {core})
             out["cpu_affinity"] = [core]
+            # torch sized its intra-op pool to every core at import; left so, its threads share the
+            # one core and each host-side torch op waits on them (sglang#16781's after path went
+            # from 2 ms to 128 ms, and qwen3_asr_encoder.py never finished).
+            torch.set_num_threads(1)
+            out["torch_threads"] = 1
         except (OSError, ValueError) as exc:
             out["cpu_affinity"] = f"not pinned: {exc}"
     return out
