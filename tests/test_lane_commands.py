@@ -70,3 +70,18 @@ def test_l033_fires_when_the_lane_itself_refuses_the_options(kb):
     # A placeholder alone is never the lane's complaint.
     ok = "`python playbook/lanes/omni_speech.py --server-url <the server> --gpus 2`."
     assert findings(_card(kb, ok), "L033") == []
+
+
+def test_l033_reads_prose_that_runs_a_registered_lane_with_options(kb):
+    # The claims sweep found `--image-size 1280x720` given in prose: the lane takes one int.
+    line = "Run the `vl-single-image` lane with `--image-size 1280x720` and `--requests 4`."
+    out = findings(_card(kb, line), "L033")
+    assert [f.message for f in out] == ["vl_image.py: --image-size takes an int, not 1280x720"]
+    assert findings(_card(kb, "Run the `vl-single-image` lane with `--imagez 3`."), "L033")[0].message == \
+        "vl_image.py: unknown option --imagez"
+
+
+def test_l033_prose_leaves_server_flags_and_the_run_separator_alone(kb):
+    line = ("Run the `vl-single-image` lane with `-- --image-size 2048`, and the `vl-video` lane with "
+            "`--frames 64` and `--enable-precise-embedding-interpolation` in `--server-cmd`.")
+    assert findings(_card(kb, line), "L033") == []

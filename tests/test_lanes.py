@@ -284,3 +284,18 @@ def test_an_entry_that_asks_for_gpu_memory_turns_sampling_on():
     assert "--gpu-memory" in res.output.splitlines()[0]
     res = CliRunner().invoke(main, ["lanes", "run", "asr-offline", "--entry", "vl-video-oom", "--root", str(ROOT)])
     assert res.exit_code == 2 and "does not name lane asr-offline" in res.output
+
+
+@pytest.mark.parametrize("lane_id, extra, says", [
+    ("vl-long-video-chunked", [], "the same generated 192-frame clip every request (--long"),
+    ("vl-video", [], "distinct generated media per request"),
+    ("omni-speech", [], "no media; a generated sentence per request"),
+    ("omni-speech", ["--repeat-media"], "no media; the same sentence every request (--repeat-media)"),
+])
+def test_dry_run_media_line_says_what_differs_between_requests(lane_id, extra, says):
+    # --long pins every request to one clip; omni-speech sends sentences, not media.
+    lane = BY_ID[lane_id]
+    res = subprocess.run([sys.executable, str(ROOT / lane["script"]), *lane.get("args", []), *extra, "--dry-run"],
+                         capture_output=True, text=True, timeout=30)
+    media = [l for l in res.stdout.splitlines() if l.startswith("media: ")]
+    assert res.returncode == 0 and media and media[0].startswith("media: " + says), res.stdout

@@ -95,6 +95,12 @@ class Lane:
         """Extra `key: value` lines for --dry-run (workload, placement, working folder)."""
         return []
 
+    def media(self, args) -> str:
+        """The dry-run's `media:` line: what differs between requests. The shared workload's words,
+        unless a lane's requests carry something else (omni-speech: sentences; --long: one clip)."""
+        from _workload import describe
+        return describe(args)
+
     def describe(self, args) -> list[str]:
         """The requests this lane would send, one line each (for --dry-run)."""
         return []

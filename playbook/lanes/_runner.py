@@ -21,7 +21,6 @@ from _provenance import MemorySampler, gpu_info, lane_commit, server_info
 from _results import compare_table, print_table, summarize, write_result
 from _server import InProcessEngine, Launched, wait_healthy
 from _workload import add_arguments as add_workload_arguments
-from _workload import describe as describe_workload
 
 EXIT_FAIL, EXIT_ERROR = 1, 2
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a process killed by SIGPIPE (128 + 13)
@@ -139,7 +138,7 @@ def _dry_run(lane: Lane, args, argv_server: list[str] | None, env: dict, engine:
     else:
         _say("server: " + " ".join(f"{k}={v}" for k, v in env.items()) + (" " if env else "") + shlex.join(argv_server))
     _say(f"load: {args.requests} requests, concurrency {args.concurrency}, warmup {args.warmup}")
-    _say(f"media: {describe_workload(args)}")
+    _say(f"media: {lane.media(args)}")
     for line in lane.plan(args):
         _say(line)
     for line in lane.describe(args):

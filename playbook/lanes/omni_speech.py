@@ -178,6 +178,12 @@ class OmniSpeechLane(Lane):
                                  f"flags spelt for sglang-omni {version} ({source})",
                 f"quality: {asr}; seam score <= {args.max_seam} at every chunk join"]
 
+    def media(self, args) -> str:
+        if args.sentence or args.repeat_media:
+            why = "--sentence" if args.sentence else "--repeat-media"
+            return f"no media; the same sentence every request ({why}): the radix cache can answer"
+        return f"no media; a generated sentence per request (seed {args.seed}): the radix cache cannot answer"
+
     def _sentence(self, args, index):
         return args.sentence or sentence(args.seed, slot(args, index)).capitalize() + "."
 

@@ -135,6 +135,13 @@ class VideoLane(Lane):
             return ["red", "blue"]
         return [rng(args, self._slot(args, index), "video").choice(list(COLOURS))]
 
+    def media(self, args) -> str:
+        if args.long and not args.media_dir:
+            # _slot pins --long to slot 0: one clip, so the multimodal cache is what is exercised.
+            return (f"the same generated {self._frames(args)}-frame clip every request (--long, seed {args.seed}): "
+                    "the multimodal cache can answer after the first")
+        return super().media(args)
+
     def _frames(self, args):
         return args.frames or (192 if args.long else 16)
 

@@ -26,6 +26,22 @@ _PLACEHOLDER = re.compile(r"<[^<>`]{1,60}>")
 PLACEHOLDER = "PLACEHOLDER"
 
 
+# Prose that runs a registered lane with options: "the `vl-single-image` lane with
+# `--image-size 1280`" or "... lane with `--long` and `--frames 64`".
+_PROSE_RUN = re.compile(r"`([a-z0-9][a-z0-9.-]*)`\s+lanes?\s+with\s+"
+                        r"(`--[^`]+`(?:(?:,\s*|\s+(?:and|plus)\s+|\s+)`--[^`]+`)*)")
+
+_SERVER_SIDE = re.compile(r"\s+(?:in|inside|into|through|via|on|to)\b")
+
+
+def _words(rest: str) -> list[str]:
+    rest = _PLACEHOLDER.sub(PLACEHOLDER, rest.replace("\\\n", " ").replace("\n", " "))
+    try:
+        return shlex.split(rest)
+    except ValueError:
+        return rest.split()
+
+
 def lane_invocations(text: str) -> list[tuple[int, str, list[str]]]:
     """(offset, lane script, its arguments) of every lane command in the code of `text`:
     inline code spans (which may wrap across lines) and fenced blocks."""
@@ -45,18 +61,30 @@ def lane_invocations(text: str) -> list[tuple[int, str, list[str]]]:
     out = []
     for offset, code in spans:
         for m in _SCRIPT.finditer(code):
-            rest = code[m.end():].replace("\\\n", " ").replace("\n", " ")
-            rest = _PLACEHOLDER.sub(PLACEHOLDER, rest)  # "<dir of clips>" is one value, not three words
-            try:
-                words = shlex.split(rest)
-            except ValueError:
-                words = rest.split()
+            words = _words(code[m.end():])  # "<dir of clips>" is one value, not three words
             args = []
             for w in words:
                 if w in _STOP or _SCRIPT.search(w) or w in ("python", "python3"):
                     break
                 args.append(w)
             out.append((offset + m.start(), m.group(1), args))
+    return out
+
+
+def lane_mentions(text: str, registry: dict[str, dict]) -> list[tuple[int, str, list[str]]]:
+    """(offset, lane script, the words of one span) for each option span of prose that runs a
+    registered lane with options. A span is read on its own (a value may be in the prose
+    around it), and the `--` that `dossier lanes run ID -- ...` puts before lane options is
+    dropped."""
+    prose = re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1[^\n]*$", lambda m: " " * len(m.group(0)), text)
+    out = []
+    for m in _PROSE_RUN.finditer(prose):
+        script = _SCRIPT.search(str((registry.get(m.group(1)) or {}).get("script", "")))
+        for span in _INLINE.finditer(m.group(2)) if script else ():
+            if _SERVER_SIDE.match(prose, m.start(2) + span.end()):
+                continue  # "`--flag` in `--server-cmd`": a server flag, not the lane's
+            words = _words(span.group(1))
+            out.append((m.start(2) + span.start(), script.group(1), words[1:] if words[:1] == ["--"] else words))
     return out
 
 
@@ -89,7 +117,8 @@ for name in sorted(os.listdir(folder)):
         for flag in action.option_strings:
             opts[flag] = {"takes_value": action.nargs != 0,
                           "nargs": action.nargs if isinstance(action.nargs, int) else None,
-                          "choices": [str(c) for c in action.choices] if action.choices else None}
+                          "choices": [str(c) for c in action.choices] if action.choices else None,
+                          "type": action.type.__name__ if action.type in (int, float) else None}
     out[name] = {"options": opts}
 print(json.dumps(out))
 """

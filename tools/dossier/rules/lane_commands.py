@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 
-from ..lane_options import command_key, dry_run_argv, lane_invocations
+from ..lane_options import PLACEHOLDER, command_key, dry_run_argv, lane_invocations, lane_mentions
 from .base import Finding, rule
 
 
@@ -31,6 +31,11 @@ def _problems(options: dict, args: list[str]) -> list[str]:
             i += 1 if i < len(args) and not value.startswith("--") else 0
         if spec.get("choices") and value and value not in spec["choices"]:
             out.append(f"{flag} {value} is not one of {', '.join(spec['choices'])}")
+        elif spec.get("type") and value and value != PLACEHOLDER and spec.get("nargs") in (None, 1):
+            try:
+                {"int": int, "float": float}[spec["type"]](value)
+            except (KeyError, ValueError):
+                out.append(f"{flag} takes {'an' if spec['type'] == 'int' else 'a'} {spec['type']}, not {value}")
     return out
 
 
@@ -73,6 +78,13 @@ def _check(ctx, text: str):
         refusal = verdicts.get(command_key(script, argv)) if argv and not problems else None
         if refusal:
             yield offset, f"{script} refuses these options (its --dry-run says: {refusal})"
+    # "the `vl-single-image` lane with `--image-size 1280x720`": names, choices and types only;
+    # prose around the spans may hold values, so there is no dry-run.
+    for offset, script, words in lane_mentions(text, ctx.lanes):
+        spec = options.get(script)
+        if spec and "options" in spec:
+            for problem in _problems(spec["options"], words):
+                yield offset, f"{script}: {problem}"
 
 
 @rule("L033", "lane-command-invalid", prefetch=("lane_options", "lane_command_verdicts"))
