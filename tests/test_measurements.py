@@ -268,6 +268,9 @@ def test_single_run_record_of_the_current_harness_fires(mkb, tmp_path):
     path.write_text(json.dumps(rec))
     found = _codes(mkb, ["M005"])
     assert found and "at least 3" in found[0][1]
+    rec.pop("pinning")  # the earlier harness's records (no pinning) need three runs too
+    path.write_text(json.dumps(rec))
+    assert [c for c, _ in _codes(mkb, ["M005"])] == ["M005"]
 
 
 def test_unlabelled_derived_value_fires(mkb):

@@ -138,5 +138,5 @@ def notes(record: dict) -> list[str]:
     elif isinstance(up, dict) and up.get("import_error"):
         lines += [f"Upstream's code did not import: `{str(up['import_error']).splitlines()[-1]}`.", ""]
     if record.get("runs", 1) < RUNS:
-        lines += ["One run only (earlier harness): no cross-run spread.", ""]
+        lines += [f"Fewer than {RUNS} runs merged: no cross-run spread.", ""]
     return lines

@@ -144,18 +144,17 @@ def measured_number_by_hand(ctx, card):
 
 @rule("M005", "measurement-single-run", scope="project")
 def measurement_single_run(ctx):
-    """A record from the current harness merges fewer than three runs, so it has no cross-run spread.
+    """A measurement record merges fewer than three runs, so it has no cross-run spread.
 
     Eager, launch-bound paths move between processes far more than within one run's
     p10-p90 (one re-run moved a code2wav speedup by 35%). `dossier repro run` runs each
     script in three separate processes and files one record: every time is the median of
     the runs' medians with the min-max across runs beside it, and a case whose speedup
-    moves more than 20% is marked noisy. Records written by the current harness carry
-    `pinning`; those from the earlier harness have none and are shown everywhere as one
-    run with no cross-run spread until they are measured again.
+    moves more than 20% is marked noisy. Every record needs it, those of the earlier
+    harness (no `pinning`) too: all of them were measured again in three processes.
     """
     for _, (path, record, error) in ms.records(ctx.root).items():
-        if error or not isinstance(record, dict) or "pinning" not in record or ms.problems(record):
+        if error or not isinstance(record, dict) or ms.problems(record):
             continue
         for problem in ms.run_problems(record):
             yield Finding(ctx.rel(path), 1, 1, "M005", problem)
