@@ -47,6 +47,38 @@ root_option = click.option(
          "folder for find/lanes/radar/trace/repro, else the working directory or a parent.")
 
 
+
+class LazyGroup(Group):
+    """A group whose commands are `name: ".module:attr"` in this package, imported on first use."""
+
+    def __init__(self, *args, lazy_commands: dict[str, str] | None = None, **kwargs):
+        self._lazy = dict(lazy_commands or {})
+        super().__init__(*args, **kwargs)
+
+    @property
+    def commands(self) -> dict:
+        for name in list(self._lazy):
+            self._load(name)
+        return self._commands
+
+    @commands.setter
+    def commands(self, value) -> None:
+        self._commands = value
+
+    def _load(self, name: str) -> None:
+        import importlib
+
+        module, attr = self._lazy.pop(name).split(":")
+        self._commands[name] = getattr(importlib.import_module(module, __package__), attr)
+
+    def get_command(self, ctx, name):
+        if name in self._lazy:
+            self._load(name)
+        return self._commands.get(name)
+
+    def list_commands(self, ctx):
+        return sorted(set(self._commands) | set(self._lazy))
+
 def working(label: str):
     """A rich spinner with elapsed time on stderr while a long step runs; nothing when stderr is not a terminal."""
     import contextlib
