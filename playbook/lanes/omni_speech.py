@@ -160,7 +160,7 @@ class OmniSpeechLane(Lane):
                                 (installed_omni(), "the installed sglang-omni")):
             if version:
                 return version, source
-        return PIN_VERSION, "the pin's (no version given or found)"
+        return PIN_VERSION, "no version given or found: the pinned commit's"
 
     def server_command(self, args):
         common = ["--model-path", args.model, "--port", str(args.port), "--model-name", self.served(args)]
