@@ -20,6 +20,10 @@ _STATUS = re.compile(
     r"|no (?:PR )?thread (?:was |could be )?found|thread (?:was|is) not (?:found|read)"
     r"|thread (?:was|is) (?:missing|unavailable)|(?:search|issues) corpus|the corpus(?![ -](?:WER|CER|level)))\b",
     re.IGNORECASE)
+# The same pattern over lower-cased text, without IGNORECASE: a third of the time, as
+# case-insensitive matching cannot use the literal prefixes (text whose length lower()
+# changes falls back to the case-insensitive pattern, so offsets stay right).
+_STATUS_LOWER = re.compile(_STATUS.pattern.lower())
 _JUDGED = ("Motivation", "Key implementation", "Validation", "Risk")
 
 
@@ -42,8 +46,11 @@ def thread_status_in_prose(ctx, card):
                 line = ""
             starts.append((len(text), number))
             text += ("" if fenced else line) + " "
-        for m in _STATUS.finditer(text):
+        lower = text.lower()
+        matches = _STATUS_LOWER.finditer(lower) if len(lower) == len(text) else _STATUS.finditer(text)
+        for m in matches:
             start, number = max((s for s in starts if s[0] <= m.start()), default=(0, section.line))
+            said = text[m.start():m.end()]
             yield Finding(ctx.rel(card.path), number, m.start() - start + 1, "P010",
-                          f"thread status in prose ('{' '.join(m.group(0).split())}'); record it as `thread:` "
+                          f"thread status in prose ('{' '.join(said.split())}'); record it as `thread:` "
                           f"in the frontmatter and say what the sources show")
