@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from .cache import DiskCache, content_key
+from .lanes import _BATCH, LANE_CLASS
 
 LANES_DIR = "playbook/lanes"
 _SCRIPT = re.compile(r"playbook/lanes/(\w+\.py)")
@@ -32,6 +33,11 @@ _PROSE_RUN = re.compile(r"`([a-z0-9][a-z0-9.-]*)`\s+lanes?\s+with\s+"
                         r"(`--[^`]+`(?:(?:,\s*|\s+(?:and|plus)\s+|\s+)`--[^`]+`)*)")
 
 _SERVER_SIDE = re.compile(r"\s+(?:in|inside|into|through|via|on|to)\b")
+
+
+def _blank_fences(text: str) -> str:
+    """`text` with fenced blocks blanked to spaces, so offsets into it are offsets into `text`."""
+    return re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1[^\n]*$", lambda m: " " * len(m.group(0)), text)
 
 
 def _words(rest: str) -> list[str]:
@@ -56,7 +62,7 @@ def lane_invocations(text: str) -> list[tuple[int, str, list[str]]]:
         elif fenced:
             block.append(line)
         pos += len(line)
-    prose = re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1[^\n]*$", lambda m: " " * len(m.group(0)), text)
+    prose = _blank_fences(text)
     spans += [(m.start(1), m.group(1)) for m in _INLINE.finditer(prose)]
     out = []
     for offset, code in spans:
@@ -76,7 +82,7 @@ def lane_mentions(text: str, registry: dict[str, dict]) -> list[tuple[int, str, 
     registered lane with options. A span is read on its own (a value may be in the prose
     around it), and the `--` that `dossier lanes run ID -- ...` puts before lane options is
     dropped."""
-    prose = re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1[^\n]*$", lambda m: " " * len(m.group(0)), text)
+    prose = _blank_fences(text)
     out = []
     for m in _PROSE_RUN.finditer(prose):
         script = _SCRIPT.search(str((registry.get(m.group(1)) or {}).get("script", "")))
@@ -93,7 +99,7 @@ _TIMEOUT = 60
 
 # Imports each lane (run_name other than __main__, so main() does not run), finds the Lane
 # subclass the script defines, and dumps its parser's options.
-_PROBE = r"""
+_PROBE = LANE_CLASS + r"""
 import argparse, json, os, runpy, sys
 folder = sys.argv[1]
 sys.path.insert(0, folder)
@@ -104,10 +110,7 @@ for name in sorted(os.listdir(folder)):
         continue
     try:
         ns = runpy.run_path(os.path.join(folder, name), run_name="lane_probe")
-        lanes = [v for v in ns.values() if isinstance(v, type) and issubclass(v, _lane.Lane)
-                 and v is not _lane.Lane and v.__module__ == "lane_probe"]
-        # the most derived class the script defines is the one its main() runs
-        lane = [c for c in lanes if not any(o is not c and issubclass(o, c) for o in lanes)][-1]()
+        lane = lane_class(ns, "lane_probe")()
         parser = _runner.build_parser(lane)
     except Exception as exc:  # a broken lane is L011's business; say why and go on
         out[name] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -177,8 +180,6 @@ def command_key(script: str, argv: list[str]) -> str:
 def command_verdicts(root: Path, commands: list[tuple[str, list[str]]]) -> dict[str, str | None]:
     """Each lane command's `--dry-run` verdict: None when the lane takes it, else its error line.
     Keyed by "script args"; run in one interpreter and cached by the lane folder's content."""
-    from .lanes import _BATCH
-
     folder = Path(root) / LANES_DIR
     files = sorted(folder.glob("*.py")) if folder.is_dir() else []
     cache = DiskCache(root, "lane-commands")

@@ -123,19 +123,29 @@ def _verdict(lane: dict, code: int, stdout: str, stderr: str) -> tuple[bool, str
 # `main(Lane())` called per command, with a fresh Lane each time; the folder's helper
 # modules stay loaded between commands of one folder (a dry-run then costs ~2 ms, not the
 # ~60 ms of re-importing them) and are dropped when the next command is in another folder.
-_BATCH = r"""
+# Shared by the batch below and lane_options' probe: the Lane class a script's __main__ runs,
+# from the namespace runpy left (run under `run_name`), or None.
+LANE_CLASS = r"""
+import sys as _sys
+
+def lane_class(ns, run_name):
+    lane_mod = _sys.modules.get("_lane")
+    lanes = [v for v in ns.values() if lane_mod and isinstance(v, type) and issubclass(v, lane_mod.Lane)
+             and v is not lane_mod.Lane and v.__module__ == run_name]
+    # the most derived class the script defines is the one its __main__ block runs
+    lanes = [c for c in lanes if not any(o is not c and issubclass(o, c) for o in lanes)]
+    return lanes[-1] if lanes else None
+"""
+
+_BATCH = LANE_CLASS + r"""
 import contextlib, io, json, os, runpy, sys
 results, loaded, current, base_path = [], {}, None, list(sys.path)
 
 def entry(script):
     if script not in loaded:
         ns = runpy.run_path(script, run_name="lane_batch")
-        lane_mod = sys.modules.get("_lane")
-        lanes = [v for v in ns.values() if lane_mod and isinstance(v, type) and issubclass(v, lane_mod.Lane)
-                 and v is not lane_mod.Lane and v.__module__ == "lane_batch"]
-        # the most derived class the script defines is the one its __main__ block runs
-        lanes = [c for c in lanes if not any(o is not c and issubclass(o, c) for o in lanes)]
-        loaded[script] = (ns.get("main"), lanes[-1]) if lanes and callable(ns.get("main")) else None
+        cls = lane_class(ns, "lane_batch")
+        loaded[script] = (ns["main"], cls) if cls is not None and callable(ns.get("main")) else None
     return loaded[script]
 
 for script, argv in json.load(sys.stdin):

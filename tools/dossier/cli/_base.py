@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import traceback
@@ -47,7 +48,6 @@ root_option = click.option(
          "folder for find/lanes/radar/trace/repro, else the working directory or a parent.")
 
 
-
 class LazyGroup(Group):
     """A group whose commands are `name: ".module:attr"` in this package, imported on first use."""
 
@@ -66,8 +66,6 @@ class LazyGroup(Group):
         self._commands = value
 
     def _load(self, name: str) -> None:
-        import importlib
-
         module, attr = self._lazy.pop(name).split(":")
         self._commands[name] = getattr(importlib.import_module(module, __package__), attr)
 
@@ -78,6 +76,7 @@ class LazyGroup(Group):
 
     def list_commands(self, ctx):
         return sorted(set(self._commands) | set(self._lazy))
+
 
 def working(label: str):
     """A rich spinner with elapsed time on stderr while a long step runs; nothing when stderr is not a terminal."""
