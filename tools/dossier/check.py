@@ -37,6 +37,11 @@ def _run(rule, ctx, card=None) -> list[Finding]:
                         f"internal error in rule {rule.code}{where}: {type(exc).__name__}: {exc}")]
 
 
+def _noqa(card) -> dict:
+    noqa = (card.meta or {}).get("noqa")
+    return noqa if isinstance(noqa, dict) else {}
+
+
 def _prefetch(ctx, name: str) -> None:
     """Compute one KnowledgeBase property ahead of the rule that reads it; a failure is left
     for that rule to meet again (and report) when it reads the property itself."""
@@ -69,12 +74,15 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
     for path, why in unreadable:
         if _selected("S001", select, ignore):
             findings.append(Finding(ctx.rel(path), 1, 1, "S001", why))
-    for card in cards:
-        noqa = (card.meta or {}).get("noqa") if isinstance((card.meta or {}).get("noqa"), dict) else {}
-        for r in card_rules:
-            if r.code in noqa and r.code != "S007" and isinstance(noqa[r.code], str) and len(noqa[r.code].strip()) >= 15:
-                continue
-            findings.extend(_run(r, ctx, card))
+    # Rules that read prefetched data go last, after every other rule on every card: run
+    # per card in turn, the first card would wait for the subprocesses with one core idle.
+    for batch in ([r for r in card_rules if not r.prefetch], [r for r in card_rules if r.prefetch]):
+        for card in cards:
+            noqa = _noqa(card)
+            for r in batch:
+                if r.code in noqa and r.code != "S007" and isinstance(noqa[r.code], str) and len(noqa[r.code].strip()) >= 15:
+                    continue
+                findings.extend(_run(r, ctx, card))
     for r in project_rules:
         findings.extend(_run(r, ctx))
     for thread, box in background:
