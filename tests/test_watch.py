@@ -104,3 +104,26 @@ def test_rate_limit_bad_token_and_unreachable_index_are_one_line_each(kb, server
     res = _watch(kb, "--skip", "prs", "--index-url", _closed_port())
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1
     assert "cannot reach the package index" in res.stderr
+
+
+def test_a_ref_without_the_pin_is_one_line_and_a_per_repo_ref_reads_its_branch(kb, upstream, server):
+    """A fork's branch that does not contain the pin would list the fork's own commits as new
+    upstream PRs; watch refuses it in one line. `--ref sglang=BRANCH` reads that branch."""
+    upstream.write(VL, "class Vision:\n    pass\n")
+    upstream.commit("init (#1)")
+    pin = upstream.run("rev-parse", "HEAD").strip()
+    _pin(kb, pin)
+    upstream.run("checkout", "-q", "-b", "later")
+    upstream.write(VL, "class Vision:\n    def forward(self):\n        return 1\n")
+    upstream.commit("[VLM] a new fast path (#7)")
+    upstream.run("checkout", "-q", "--orphan", "fork")
+    upstream.write(VL, "class Fork:\n    pass\n")
+    upstream.commit("the fork's own work (#733)")
+    res = _watch(kb, "--skip", "releases", "--clone", f"sglang={upstream.path}")
+    assert res.exit_code == 2 and "does not contain the pinned" in res.output and "--ref sglang=REF" in res.output
+    assert "#733" not in res.output
+    res = _watch(kb, "--skip", "releases", "--clone", f"sglang={upstream.path}", "--ref", "sglang=later")
+    assert res.exit_code == 1, res.output
+    assert [p["pr"] for p in json.loads(res.output)["prs"]] == [7]
+    res = _watch(kb, "--skip", "releases", "--clone", f"sglang={upstream.path}", "--ref", "sglang=")
+    assert res.exit_code == 2 and "no ref after '='" in res.output

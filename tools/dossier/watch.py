@@ -77,9 +77,13 @@ def prs_from_clone(config: Config, repo: str, clone: str, ref: str) -> list[dict
     history = History(open_clone(clone), ref)
     head = history._resolve_ref()
     try:
-        new = set(history.repo.git.rev_list("--first-parent", f"{pin}..{head}").split())
+        history.repo.git.merge_base("--is-ancestor", pin, head)
     except Exception:  # noqa: BLE001 - git's message is long; one line is enough
-        raise DossierError(f"the pinned {pin[:12]} of {repo} is not in {clone}") from None
+        # Also when the pin is not in the clone at all. Without this, `pin..ref` on a fork's
+        # unrelated branch lists the fork's own commits as new upstream PRs.
+        raise DossierError(f"{repo}: {ref!r} of {clone} does not contain the pinned {pin[:12]}; "
+                           f"pass a ref that does (--ref {repo}=REF)") from None
+    new = set(history.repo.git.rev_list("--first-parent", f"{pin}..{head}").split())
     rows = trace(config, repo, clone, [n for n, f in config.families.items() if f.globs.get(repo)
                                        or any(x.repo == repo for x in f.former)], ref=head)
     return [{"repo": repo, "pr": r.pr, "commit": r.commit, "date": r.date, "title": r.title, "families": r.families,
@@ -183,15 +187,17 @@ def radar_changes(config: Config, api_url: str | None = None) -> tuple[list[dict
     return changed, report.failures
 
 
-def watch(config: Config, clones: dict[str, str], ref: str = "HEAD", api_url: str | None = None,
+def watch(config: Config, clones: dict[str, str], ref: str | dict[str, str] = "HEAD", api_url: str | None = None,
           index_url: str | None = None, skip: tuple[str, ...] = ()) -> Report:
+    """`ref` is one ref for every clone, or {repo: ref} (a repo left out reads HEAD)."""
+    refs = ref if isinstance(ref, dict) else {name: ref for name in config.repos}
     report = Report()
     if "prs" not in skip:
         for name in config.repos:
             if not config.repo(name).pinned:
                 continue
             if name in clones:
-                report.prs += prs_from_clone(config, name, clones[name], ref)
+                report.prs += prs_from_clone(config, name, clones[name], refs.get(name, "HEAD"))
             else:
                 report.prs += prs_from_github(config, name, api_url)
     if "releases" not in skip:
