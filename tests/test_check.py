@@ -26,6 +26,7 @@ families: [qwen3-vl]
 kind: perf
 symptoms: []
 lanes: [vl-single-image]
+thread: read
 ---
 
 # [VLM] batch the vision copy

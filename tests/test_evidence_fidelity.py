@@ -59,6 +59,7 @@ families: [qwen3-vl]
 kind: perf
 symptoms: []
 lanes: [vl-single-image]
+thread: read
 ---
 
 # [VLM] one copy in the vision forward

@@ -39,3 +39,21 @@ def test_p010_fires_on_thread_status_in_prose_even_when_it_wraps(kb):
     assert "No PR thread was found" in out[0].message and "read from the diff" in out[1].message
     path.write_text(CARD.format(line="the `vl-video` lane (not measured)."), encoding="utf-8")
     assert findings(kb, "P010") == []
+
+
+def test_p011_fires_without_a_thread_line_and_on_an_unknown_value(kb):
+    make_kb(kb)
+    path = kb / "references" / "cards" / "sglang" / "16366.md"
+    text = CARD.format(line="the `vl-video` lane (not measured).")
+    assert "\nthread:" not in text
+    path.write_text(text, encoding="utf-8")
+    out = findings(kb, "P011")
+    assert [(f.code, f.line) for f in out] == [("P011", 1)] and "no `thread:`" in out[0].message
+    front_end = text.index("\n---\n", 4)
+    for value, fires in (("maybe", True), ("none found", True), ("none found (searched 2026-12-01)", False),
+                         ("read", False)):
+        path.write_text(text[:front_end] + f"\nthread: {value}" + text[front_end:], encoding="utf-8")
+        got = findings(kb, "P011")
+        assert bool(got) == fires, value
+        if fires:
+            assert got[0].line > 1 and "neither `read` nor" in got[0].message

@@ -54,3 +54,27 @@ def thread_status_in_prose(ctx, card):
             yield Finding(ctx.rel(card.path), number, m.start() - start + 1, "P010",
                           f"thread status in prose ('{' '.join(said.split())}'); record it as `thread:` "
                           f"in the frontmatter and say what the sources show")
+
+
+_THREAD_VALUE = re.compile(r"read|none found \(searched \d{4}-\d{2}-\d{2}\)")
+
+
+@rule("P011", "thread-status-missing")
+def thread_status_missing(ctx, card):
+    """The frontmatter does not record whether the PR's thread was read.
+
+    Every card says once, in its frontmatter, what its thread search found: `thread: read`
+    when the PR's description and discussion were read, or
+    `thread: none found (searched YYYY-MM-DD)` when the issues corpus holds no thread.
+    """
+    meta = card.meta if isinstance(card.meta, dict) else None
+    if meta is None:
+        return  # S001 reports it
+    value = meta.get("thread")
+    if value is None:
+        yield Finding(ctx.rel(card.path), 1, 1, "P011",
+                      "no `thread:` in the frontmatter; add `thread: read` or "
+                      "`thread: none found (searched YYYY-MM-DD)`")
+    elif not isinstance(value, str) or not _THREAD_VALUE.fullmatch(value.strip()):
+        yield Finding(ctx.rel(card.path), card.key_line("thread"), 1, "P011",
+                      f"`thread: {value}` is neither `read` nor `none found (searched YYYY-MM-DD)`")
