@@ -37,9 +37,12 @@ def _run(rule, ctx, card=None) -> list[Finding]:
                         f"internal error in rule {rule.code}{where}: {type(exc).__name__}: {exc}")]
 
 
-def _noqa(card) -> dict:
+def _suppressed(card, code: str) -> bool:
+    """A `noqa: {CODE: reason}` entry with a written reason (15+ characters) turns a rule off;
+    S007, the rule that checks those reasons, cannot be turned off."""
     noqa = (card.meta or {}).get("noqa")
-    return noqa if isinstance(noqa, dict) else {}
+    reason = noqa.get(code) if isinstance(noqa, dict) else None
+    return code != "S007" and isinstance(reason, str) and len(reason.strip()) >= 15
 
 
 def _prefetch(ctx, name: str) -> None:
@@ -78,11 +81,9 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
     # per card in turn, the first card would wait for the subprocesses with one core idle.
     for batch in ([r for r in card_rules if not r.prefetch], [r for r in card_rules if r.prefetch]):
         for card in cards:
-            noqa = _noqa(card)
             for r in batch:
-                if r.code in noqa and r.code != "S007" and isinstance(noqa[r.code], str) and len(noqa[r.code].strip()) >= 15:
-                    continue
-                findings.extend(_run(r, ctx, card))
+                if not _suppressed(card, r.code):
+                    findings.extend(_run(r, ctx, card))
     for r in project_rules:
         findings.extend(_run(r, ctx))
     for thread, box in background:

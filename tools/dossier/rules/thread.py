@@ -1,4 +1,4 @@
-"""Thread status lives in the frontmatter (P010), never in a card's prose.
+"""Thread status lives in the frontmatter (P011), never in a card's prose (P010).
 
 Whether the PR's thread was read is a fact about the card's sources, recorded as
 `thread: read` or `thread: none found (searched YYYY-MM-DD)`. Prose such as "the PR had no
