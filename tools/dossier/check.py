@@ -89,6 +89,7 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
     for thread, box in background:
         thread.join()
         findings.extend(box)
+    ctx.close_lane_interpreter()
     if ctx.card_paths is not None:
         # With PATHS, report only on those files and their locks, like a linter run on one file.
         wanted = {ctx.rel(p) for p in ctx.card_paths}

@@ -214,7 +214,19 @@ class KnowledgeBase:
         """Each lane's `--dry-run` verdict (cached on disk by the content of its inputs)."""
         from .lanes import dry_run_all
 
-        return dry_run_all(self.root, lanes)
+        return dry_run_all(self.root, lanes, self.lane_interpreter)
+
+    @cached_property
+    def lane_interpreter(self):
+        """The one subprocess that probes the lane scripts for this knowledge base (started on
+        first use; stopped when this object goes or on `close_lane_interpreter`)."""
+        from .lane_interpreter import LaneInterpreter
+
+        return LaneInterpreter(self.root)
+
+    def close_lane_interpreter(self) -> None:
+        if "lane_interpreter" in self.__dict__:
+            self.lane_interpreter.close()
 
     @cached_property
     def playbook(self):
@@ -321,7 +333,7 @@ class KnowledgeBase:
         """Each lane script's options as its own parser defines them (dossier.lane_options)."""
         from .lane_options import lane_options
 
-        return lane_options(self.root)
+        return lane_options(self.root, self.lane_interpreter)
 
     @cached_property
     def lane_command_verdicts(self) -> dict[str, str | None]:
@@ -333,7 +345,7 @@ class KnowledgeBase:
         texts += [f"`{e['measure']}`" for e in self.playbook.entries if isinstance(e.get("measure"), str)]
         commands = [(script, args) for t in texts for _, script, args in lane_invocations(t)
                     if script in self.lane_options and "options" in self.lane_options[script]]
-        return command_verdicts(self.root, commands)
+        return command_verdicts(self.root, commands, self.lane_interpreter)
 
     @cached_property
     def pinned_paths(self) -> dict[str, set[str]]:

@@ -1,7 +1,7 @@
 """Each lane script's command line as its own argparse parser defines it (options, choices).
 
-Read in one subprocess that imports every lane script without running it and builds its
-parser with the lanes' shared `_runner.build_parser`, so the options a card or a playbook
+Read in the lane interpreter (dossier.lane_interpreter), which imports every lane script
+without running it and builds its parser with the lanes' shared `_runner.build_parser`, so the options a card or a playbook
 entry passes are checked against the lane as it is today. Cached on disk by the content of
 the lane folder.
 """
@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 from .cache import DiskCache, content_key
-from .lanes import _BATCH, LANE_CLASS
+from .lane_interpreter import LaneInterpreter
 
 LANES_DIR = "playbook/lanes"
 _SCRIPT = re.compile(r"playbook/lanes/(\w+\.py)")
@@ -97,38 +96,10 @@ def lane_mentions(text: str, registry: dict[str, dict]) -> list[tuple[int, str, 
 
 _TIMEOUT = 60
 
-# Imports each lane (run_name other than __main__, so main() does not run), finds the Lane
-# subclass the script defines, and dumps its parser's options.
-_PROBE = LANE_CLASS + r"""
-import argparse, json, os, runpy, sys
-folder = sys.argv[1]
-sys.path.insert(0, folder)
-import _lane, _runner
-out = {}
-for name in sorted(os.listdir(folder)):
-    if not name.endswith(".py") or name.startswith("_"):
-        continue
-    try:
-        ns = runpy.run_path(os.path.join(folder, name), run_name="lane_probe")
-        lane = lane_class(ns, "lane_probe")()
-        parser = _runner.build_parser(lane)
-    except Exception as exc:  # a broken lane is L011's business; say why and go on
-        out[name] = {"error": f"{type(exc).__name__}: {exc}"}
-        continue
-    opts = {}
-    for action in parser._actions:
-        for flag in action.option_strings:
-            opts[flag] = {"takes_value": action.nargs != 0,
-                          "nargs": action.nargs if isinstance(action.nargs, int) else None,
-                          "choices": [str(c) for c in action.choices] if action.choices else None,
-                          "type": action.type.__name__ if action.type in (int, float) else None}
-    out[name] = {"options": opts}
-print(json.dumps(out))
-"""
 
-
-def lane_options(root: Path) -> dict[str, dict]:
-    """`{script file name: {"options": {flag: {takes_value, nargs, choices}}}}` (or `{"error": ...}`)."""
+def lane_options(root: Path, interpreter: LaneInterpreter | None = None) -> dict[str, dict]:
+    """`{script file name: {"options": {flag: {takes_value, nargs, choices}}}}` (or `{"error": ...}`),
+    probed in `interpreter` (the lane interpreter; a one-off one when None)."""
     folder = Path(root) / LANES_DIR
     files = sorted(folder.glob("*.py")) if folder.is_dir() else []
     if not files:
@@ -138,15 +109,22 @@ def lane_options(root: Path) -> dict[str, dict]:
     hit = cache.get(key)
     if hit is not None:
         return hit
-    try:
-        res = subprocess.run([sys.executable, "-c", _PROBE, str(folder)], capture_output=True, text=True,
-                             timeout=_TIMEOUT, cwd=root, stdin=subprocess.DEVNULL)
-        found = json.loads(res.stdout)
-    except (subprocess.TimeoutExpired, ValueError):
+    found = _ask(root, interpreter, "options", str(folder))
+    if not isinstance(found, dict):
         return {}
     cache.put(key, found)
     cache.save(keep={key})
     return found
+
+
+def _ask(root: Path, interpreter: LaneInterpreter | None, op: str, arg):
+    if interpreter is not None:
+        return interpreter.call(op, arg, _TIMEOUT)
+    own = LaneInterpreter(root)
+    try:
+        return own.call(op, arg, _TIMEOUT)
+    finally:
+        own.close()
 
 
 # Options that start work instead of describing it: a dry-run of a card's command leaves them out.
@@ -177,9 +155,10 @@ def command_key(script: str, argv: list[str]) -> str:
     return f"{script} {json.dumps(argv)}"
 
 
-def command_verdicts(root: Path, commands: list[tuple[str, list[str]]]) -> dict[str, str | None]:
+def command_verdicts(root: Path, commands: list[tuple[str, list[str]]],
+                     interpreter: LaneInterpreter | None = None) -> dict[str, str | None]:
     """Each lane command's `--dry-run` verdict: None when the lane takes it, else its error line.
-    Keyed by "script args"; run in one interpreter and cached by the lane folder's content."""
+    Keyed by "script args"; run in the lane interpreter and cached by the lane folder's content."""
     folder = Path(root) / LANES_DIR
     files = sorted(folder.glob("*.py")) if folder.is_dir() else []
     cache = DiskCache(root, "lane-commands")
@@ -197,11 +176,8 @@ def command_verdicts(root: Path, commands: list[tuple[str, list[str]]]) -> dict[
         elif key not in {k for k, _, _ in todo}:
             todo.append((key, str(folder / script), argv))
     if todo:
-        try:
-            res = subprocess.run([sys.executable, "-c", _BATCH], input=json.dumps([[p, a] for _, p, a in todo]),
-                                 capture_output=True, text=True, timeout=_TIMEOUT, cwd=root)
-            results = json.loads(res.stdout)
-        except (subprocess.TimeoutExpired, ValueError):
+        results = _ask(root, interpreter, "dry_runs", [[p, a] for _, p, a in todo])
+        if not isinstance(results, list) or len(results) != len(todo):
             return out
         for (key, _, _), (code, stdout, stderr) in zip(todo, results):
             lines = (stderr.strip() or stdout.strip()).splitlines()

@@ -3,8 +3,8 @@
 The dry-run probe is behind rule L012: every lane script must print its plan with
 `--dry-run`, and the server command it prints must match the registry's `server.cmd`
 (or, for an in-process lane, its `engine:` line the registry's `engine`).
-All probes run in one batch interpreter (one process per lane, in parallel, only
-when the batch breaks), and verdicts are cached by the content of the lane entry
+All probes run in the one lane interpreter of dossier.lane_interpreter (one process
+per lane, in parallel, only when it breaks), and verdicts are cached by the content of the lane entry
 and of every script in the lane's folder, so `dossier check` stays fast.
 """
 
@@ -119,79 +119,26 @@ def _verdict(lane: dict, code: int, stdout: str, stderr: str) -> tuple[bool, str
     return True, "ok"
 
 
-# One interpreter runs every dry-run. Each script is loaded once (not as __main__) and its
-# `main(Lane())` called per command, with a fresh Lane each time; the folder's helper
-# modules stay loaded between commands of one folder (a dry-run then costs ~2 ms, not the
-# ~60 ms of re-importing them) and are dropped when the next command is in another folder.
-# Shared by the batch below and lane_options' probe: the Lane class a script's __main__ runs,
-# from the namespace runpy left (run under `run_name`), or None.
-LANE_CLASS = r"""
-import sys as _sys
+def _dry_run_batch(root: Path, lanes: list[dict], interpreter=None) -> list[tuple[bool, str]] | None:
+    """Every dry-run in the lane interpreter (dossier.lane_interpreter); None when it broke."""
+    from .lane_interpreter import LaneInterpreter
 
-def lane_class(ns, run_name):
-    lane_mod = _sys.modules.get("_lane")
-    lanes = [v for v in ns.values() if lane_mod and isinstance(v, type) and issubclass(v, lane_mod.Lane)
-             and v is not lane_mod.Lane and v.__module__ == run_name]
-    # the most derived class the script defines is the one its __main__ block runs
-    lanes = [c for c in lanes if not any(o is not c and issubclass(o, c) for o in lanes)]
-    return lanes[-1] if lanes else None
-"""
-
-_BATCH = LANE_CLASS + r"""
-import contextlib, io, json, os, runpy, sys
-results, loaded, current, base_path = [], {}, None, list(sys.path)
-
-def entry(script):
-    if script not in loaded:
-        ns = runpy.run_path(script, run_name="lane_batch")
-        cls = lane_class(ns, "lane_batch")
-        loaded[script] = (ns["main"], cls) if cls is not None and callable(ns.get("main")) else None
-    return loaded[script]
-
-for script, argv in json.load(sys.stdin):
-    folder = os.path.dirname(os.path.abspath(script))
-    if folder != current:  # helpers of another folder must not serve this one
-        for name, mod in list(sys.modules.items()):
-            if current and os.path.dirname(os.path.abspath(getattr(mod, "__file__", None) or "/")) == current:
-                del sys.modules[name]
-        sys.path[:] = base_path
-        loaded, current = {}, folder
-    out, err, code = io.StringIO(), io.StringIO(), 0
-    sys.argv = [script, *argv]
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            found = entry(script)
-            if found is None:
-                runpy.run_path(script, run_name="__main__")
-            else:
-                code = found[0](found[1](), argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if isinstance(exc.code, str):
-            err.write(exc.code)
-    except BaseException as exc:
-        code = 1
-        err.write(f"{type(exc).__name__}: {exc}")
-    results.append([code if isinstance(code, int) else 0, out.getvalue(), err.getvalue()])
-print(json.dumps(results))
-"""
-
-
-def _dry_run_batch(root: Path, lanes: list[dict]) -> list[tuple[bool, str]] | None:
     jobs = [[argv[1], argv[2:]] for argv in (lane_argv(root, lane, ["--dry-run"]) for lane in lanes)]
+    own = interpreter is None
+    interpreter = interpreter or LaneInterpreter(root)
     try:
-        res = subprocess.run([sys.executable, "-c", _BATCH], input=json.dumps(jobs), capture_output=True,
-                             text=True, timeout=DRY_RUN_TIMEOUT, cwd=root)
-        results = json.loads(res.stdout)
-    except (subprocess.TimeoutExpired, ValueError):
+        results = interpreter.call("dry_runs", jobs, DRY_RUN_TIMEOUT)
+    finally:
+        if own:
+            interpreter.close()
+    if not isinstance(results, list) or len(results) != len(lanes):
         return None  # a lane hung or broke the batch: fall back to one process per lane
-    if len(results) != len(lanes):
-        return None
     return [_verdict(lane, *r) for lane, r in zip(lanes, results)]
 
 
-def dry_run_all(root: Path, lanes: list[dict]) -> dict[str, tuple[bool, str]]:
-    """Dry-run each lane (by id), reusing cached verdicts whose inputs are unchanged."""
+def dry_run_all(root: Path, lanes: list[dict], interpreter=None) -> dict[str, tuple[bool, str]]:
+    """Dry-run each lane (by id), reusing cached verdicts whose inputs are unchanged; in
+    `interpreter` (a LaneInterpreter) when given, so the lane helpers are imported once."""
     cache = DiskCache(root, "lanes-dry-run")
     scripts: dict[Path, list[Path]] = {}
     keys = {}
@@ -202,7 +149,7 @@ def dry_run_all(root: Path, lanes: list[dict]) -> dict[str, tuple[bool, str]]:
         keys[lane["id"]] = content_key(sys.version, json.dumps(lane, sort_keys=True, default=str), *scripts[folder])
     todo = [lane for lane in lanes if cache.get(keys[lane["id"]]) is None]
     if todo:
-        verdicts = _dry_run_batch(root, todo)
+        verdicts = _dry_run_batch(root, todo, interpreter)
         if verdicts is None:
             with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
                 verdicts = list(pool.map(lambda l: dry_run(root, l), todo))

@@ -1,0 +1,75 @@
+"""The one lane subprocess: answers in order, survives stray output, and recovers from a hang."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from dossier.lane_interpreter import LaneInterpreter
+
+
+def _script(tmp_path, name, body):
+    path = tmp_path / "lanes" / name
+    path.parent.mkdir(exist_ok=True)
+    # a lane's work runs under __main__ only: the interpreter also loads scripts to find their Lane
+    path.write_text("if __name__ == '__main__':\n" + "".join(f"    {l}\n" for l in body.splitlines()))
+    return str(path)
+
+
+def test_answers_survive_output_written_straight_to_fd_1(tmp_path):
+    noisy = _script(tmp_path, "noisy.py", "import os, sys\nos.write(1, b'raw line\\n{not json\\n')\n"
+                                          "print('planned', sys.argv[1:])\nsys.exit(3)\n")
+    interp = LaneInterpreter(tmp_path)
+    try:
+        results = interp.call("dry_runs", [[noisy, ["--dry-run"]], [noisy, ["--x"]]], timeout=30)
+    finally:
+        interp.close()
+    assert results == [[3, "planned ['--dry-run']\n", ""], [3, "planned ['--x']\n", ""]]
+
+
+def test_a_hung_request_returns_none_in_time_and_the_next_call_starts_afresh(tmp_path):
+    hang = _script(tmp_path, "hang.py", "import time\ntime.sleep(60)\n")
+    ok = _script(tmp_path, "ok.py", "print('fine')\n")
+    interp = LaneInterpreter(tmp_path)
+    try:
+        start = time.monotonic()
+        assert interp.call("dry_runs", [[hang, []]], timeout=1) is None
+        assert time.monotonic() - start < 10
+        assert interp.call("dry_runs", [[ok, []]], timeout=30) == [[0, "fine\n", ""]]
+    finally:
+        interp.close()
+
+
+def test_an_unknown_request_or_a_dead_interpreter_is_none_not_a_crash(tmp_path):
+    interp = LaneInterpreter(tmp_path)
+    try:
+        assert interp.call("no-such-op", None, timeout=30) is None
+        interp.start()
+        interp._proc.kill()
+        interp._proc.wait()
+        ok = _script(tmp_path, "ok.py", "print('again')\n")
+        assert interp.call("dry_runs", [[ok, []]], timeout=30) == [[0, "again\n", ""]]
+    finally:
+        interp.close()
+
+
+def test_threads_share_one_interpreter_and_each_gets_its_own_answer(tmp_path):
+    scripts = [_script(tmp_path, f"s{i}.py", f"print({i})\n") for i in range(6)]
+    interp = LaneInterpreter(tmp_path)
+    got = {}
+
+    def ask(i):
+        got[i] = interp.call("dry_runs", [[scripts[i], []]], timeout=30)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(6)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        pid = interp._proc.pid
+        assert interp.call("dry_runs", [[scripts[0], []]], timeout=30) == [[0, "0\n", ""]]
+        assert interp._proc.pid == pid  # one process served every request
+    finally:
+        interp.close()
+    assert got == {i: [[0, f"{i}\n", ""]] for i in range(6)}

@@ -1,0 +1,213 @@
+"""One Python subprocess that imports the lane scripts once and answers every question about them.
+
+`dossier check` asks three things of the lanes: each script's options (its argparse parser,
+for L033/L034), each registered lane's `--dry-run` (L012) and each card command's
+`--dry-run` (L033). Each of them used to start its own interpreter and import the lane
+helpers again (~0.2 s each, most of a cold check's subprocess time); here one interpreter
+serves them all, in the order asked, over a line protocol on its stdin and stdout.
+
+A request is one JSON line `[op, arg]`; the answer is one line, the marker then JSON, so
+anything a lane script prints on its own cannot be taken for an answer. `call` returns
+None when the interpreter died, answered nonsense or took longer than the timeout; it is
+then stopped, the next call starts a fresh one, and the caller falls back as it did before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import selectors
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+
+# The Lane class a script's __main__ runs, from the namespace runpy left (run under
+# `run_name`), or None: shared by the probe and the dry-runs below.
+LANE_CLASS = r"""
+import sys as _sys
+
+def lane_class(ns, run_name):
+    lane_mod = _sys.modules.get("_lane")
+    lanes = [v for v in ns.values() if lane_mod and isinstance(v, type) and issubclass(v, lane_mod.Lane)
+             and v is not lane_mod.Lane and v.__module__ == run_name]
+    # the most derived class the script defines is the one its __main__ block runs
+    lanes = [c for c in lanes if not any(o is not c and issubclass(o, c) for o in lanes)]
+    return lanes[-1] if lanes else None
+"""
+
+_SERVER = LANE_CLASS + r"""
+import contextlib, io, json, os, runpy, sys
+MARK = sys.argv[1]
+base_path = list(sys.path)
+loaded, current = {}, None  # scripts of the current folder, loaded once (not as __main__)
+
+def enter(folder):
+    # The folder's helper modules stay loaded between requests of one folder (a dry-run then
+    # costs ~2 ms, not the ~60 ms of re-importing them) and are dropped for another folder,
+    # whose helpers of the same name must not be served from this one.
+    global loaded, current
+    if folder == current:
+        return
+    for name, mod in list(sys.modules.items()):
+        if current and os.path.dirname(os.path.abspath(getattr(mod, "__file__", None) or "/")) == current:
+            del sys.modules[name]
+    sys.path[:] = base_path
+    loaded, current = {}, folder
+
+def options(folder):
+    # Imports each lane (run_name other than __main__, so main() does not run), finds the Lane
+    # subclass the script defines, and lists its parser's options.
+    enter(folder)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import _lane, _runner
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py") or name.startswith("_"):
+            continue
+        try:
+            ns = runpy.run_path(os.path.join(folder, name), run_name="lane_probe")
+            lane = lane_class(ns, "lane_probe")()
+            parser = _runner.build_parser(lane)
+        except Exception as exc:  # a broken lane is L011's business; say why and go on
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        opts = {}
+        for action in parser._actions:
+            for flag in action.option_strings:
+                opts[flag] = {"takes_value": action.nargs != 0,
+                              "nargs": action.nargs if isinstance(action.nargs, int) else None,
+                              "choices": [str(c) for c in action.choices] if action.choices else None,
+                              "type": action.type.__name__ if action.type in (int, float) else None}
+        out[name] = {"options": opts}
+    return out
+
+def entry(script):
+    if script not in loaded:
+        ns = runpy.run_path(script, run_name="lane_batch")
+        cls = lane_class(ns, "lane_batch")
+        loaded[script] = (ns["main"], cls) if cls is not None and callable(ns.get("main")) else None
+    return loaded[script]
+
+def dry_runs(jobs):
+    # Each script's `main(Lane())` called per command with a fresh Lane; [exit code, stdout, stderr].
+    results = []
+    for script, argv in jobs:
+        enter(os.path.dirname(os.path.abspath(script)))
+        out, err, code = io.StringIO(), io.StringIO(), 0
+        sys.argv = [script, *argv]
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                found = entry(script)
+                if found is None:
+                    runpy.run_path(script, run_name="__main__")
+                else:
+                    code = found[0](found[1](), argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if isinstance(exc.code, str):
+                err.write(exc.code)
+        except BaseException as exc:
+            code = 1
+            err.write(f"{type(exc).__name__}: {exc}")
+        results.append([code if isinstance(code, int) else 0, out.getvalue(), err.getvalue()])
+    return results
+
+ops = {"options": options, "dry_runs": dry_runs}
+answer = sys.stdout
+for line in sys.stdin:
+    op, arg = json.loads(line)
+    try:
+        result = ops[op](arg)
+    except BaseException as exc:  # a broken lane folder: the caller falls back, as on a timeout
+        result = None
+    answer.write(MARK + json.dumps(result) + "\n")
+    answer.flush()
+"""
+
+
+class LaneInterpreter:
+    """The lane subprocess of one command; thread-safe (requests are answered one at a time)."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._proc: subprocess.Popen | None = None
+        self._mark = ""
+        self._lock = threading.Lock()
+        self._finalizer = None
+
+    def start(self) -> None:
+        """Start the interpreter now (it is also started by the first call), so its imports
+        run on another core while the caller goes on."""
+        with self._lock:
+            self._ensure()
+
+    def _ensure(self) -> subprocess.Popen:
+        if self._proc is None or self._proc.poll() is not None:
+            self._mark = f"\x1edossier-{secrets.token_hex(8)}\x1e"
+            self._proc = subprocess.Popen([sys.executable, "-c", _SERVER, self._mark], cwd=self.root,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL)
+            self._finalizer = weakref.finalize(self, _stop, self._proc)
+        return self._proc
+
+    def call(self, op: str, arg, timeout: float):
+        """The answer to one request, or None (died, timed out, or answered what is not JSON)."""
+        with self._lock:
+            proc = self._ensure()
+            try:
+                proc.stdin.write((json.dumps([op, arg]) + "\n").encode())
+                proc.stdin.flush()
+                line = _read_answer(proc, self._mark.encode(), timeout)
+                return json.loads(line) if line is not None else self._broken()
+            except (OSError, ValueError):
+                return self._broken()
+
+    def _broken(self):
+        _stop(self._proc)
+        self._proc = None
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._proc is not None:
+                _stop(self._proc)
+                self._proc = None
+
+
+def _read_answer(proc: subprocess.Popen, mark: bytes, timeout: float) -> bytes | None:
+    """The next marked line on the interpreter's stdout within `timeout` seconds (without the
+    marker), skipping whatever else a lane printed; None on timeout or end of output."""
+    deadline = time.monotonic() + timeout
+    fd, buf = proc.stdout.fileno(), b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                if line.startswith(mark):
+                    return line[len(mark):]
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            buf += chunk
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    if proc is None:
+        return
+    for stream in (proc.stdin, proc.stdout):
+        try:
+            stream.close()
+        except OSError:
+            pass
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
