@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .kb import KnowledgeBase
 from .errors import DossierError
+from .forked import Forked, worth_forking
 from .rules import RULES, Finding
 
 
@@ -54,38 +55,76 @@ def _prefetch(ctx, name: str) -> None:
         pass
 
 
+# Which process runs a rule when `check` splits over two cores, by the rule code's first
+# letter: rules that share derived data stay together (the P rules share each card's prose
+# and the cross-card indexes; the G rules the locks), and rules that read what the
+# parent's lane threads compute (prefetch, background) never leave the parent. Balanced by
+# the per-rule times of a cold 700-card run (scripts/bench.py).
+_CHILD_LETTERS = frozenset("PK")
+FORK_MIN_CARDS = 100  # below this the two halves take less than a fork and its results cost
+
+
+def _in_child(r) -> bool:
+    return r.code[0] in _CHILD_LETTERS and not r.prefetch and not r.background
+
+
+def _run_rules(ctx, cards, card_rules, project_rules) -> list[Finding]:
+    """Card rules over every card, then project rules. Rules that read prefetched data go
+    after every other rule on every card: run per card in turn, the first card would wait
+    for the subprocesses with one core idle."""
+    out: list[Finding] = []
+    for batch in ([r for r in card_rules if not r.prefetch], [r for r in card_rules if r.prefetch]):
+        for card in cards:
+            for r in batch:
+                if not _suppressed(card, r.code):
+                    out.extend(_run(r, ctx, card))
+    for r in project_rules:
+        out.extend(_run(r, ctx))
+    return out
+
+
 def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
     _validate_codes(select)
     _validate_codes(ignore)
     findings: list[Finding] = []
     card_rules = [r for r in RULES.values() if r.scope == "card" and _selected(r.code, select, ignore)]
     project_rules = [r for r in RULES.values() if r.scope == "project" and _selected(r.code, select, ignore)]
-    # Subprocess waits first (lane dry-runs, lane option probes): on a second core they cost
-    # no wall time while the rules run; cards are loaded only after they have started.
-    background = []
-    for name in dict.fromkeys(n for r in card_rules + project_rules for n in r.prefetch):
-        thread = threading.Thread(target=_prefetch, args=(ctx, name), daemon=True)
-        thread.start()
-        background.append((thread, []))
-    for r in [r for r in project_rules if r.background]:
-        project_rules.remove(r)
-        box: list = []
-        thread = threading.Thread(target=lambda r=r, box=box: box.extend(_run(r, ctx)), daemon=True)
-        thread.start()
-        background.append((thread, box))
+    prefetch = list(dict.fromkeys(n for r in card_rules + project_rules for n in r.prefetch))
+    background_rules = [r for r in project_rules if r.background]
+    if prefetch or background_rules:
+        # The lane subprocess imports the lane scripts on the other core while cards load.
+        ctx.start_lane_interpreter_if_cold()
     cards, unreadable = ctx.loaded
     for path, why in unreadable:
         if _selected("S001", select, ignore):
             findings.append(Finding(ctx.rel(path), 1, 1, "S001", why))
-    # Rules that read prefetched data go last, after every other rule on every card: run
-    # per card in turn, the first card would wait for the subprocesses with one core idle.
-    for batch in ([r for r in card_rules if not r.prefetch], [r for r in card_rules if r.prefetch]):
-        for card in cards:
-            for r in batch:
-                if not _suppressed(card, r.code):
-                    findings.extend(_run(r, ctx, card))
-    for r in project_rules:
-        findings.extend(_run(r, ctx))
+    project_rules = [r for r in project_rules if not r.background]
+    child = None
+    if worth_forking(len(cards), FORK_MIN_CARDS):
+        # Before any thread starts (see dossier.forked): the child takes its share of the rules.
+        child_card = [r for r in card_rules if _in_child(r)]
+        child_project = [r for r in project_rules if _in_child(r)]
+        card_rules = [r for r in card_rules if not _in_child(r)]
+        project_rules = [r for r in project_rules if not _in_child(r)]
+        child = (Forked(lambda: _run_rules(ctx, cards, child_card, child_project)), child_card, child_project)
+    # Subprocess waits (lane dry-runs, lane option probes) in threads: on the other core
+    # they cost no wall time while the rules run.
+    background = []
+    for name in prefetch:
+        thread = threading.Thread(target=_prefetch, args=(ctx, name), daemon=True)
+        thread.start()
+        background.append((thread, []))
+    for r in background_rules:
+        box: list = []
+        thread = threading.Thread(target=lambda r=r, box=box: box.extend(_run(r, ctx)), daemon=True)
+        thread.start()
+        background.append((thread, box))
+    findings.extend(_run_rules(ctx, cards, card_rules, project_rules))
+    if child is not None:
+        forked, child_card, child_project = child
+        got = forked.result()
+        # A child that failed in any way: its share runs here, so no finding is lost.
+        findings.extend(got if got is not None else _run_rules(ctx, cards, child_card, child_project))
     for thread, box in background:
         thread.join()
         findings.extend(box)

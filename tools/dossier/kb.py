@@ -224,6 +224,14 @@ class KnowledgeBase:
 
         return LaneInterpreter(self.root)
 
+    def start_lane_interpreter_if_cold(self) -> None:
+        """Start the lane subprocess now when the lane scripts' options are not cached (a cold
+        run, or the lanes changed): its imports then overlap reading the cards."""
+        from .lane_options import options_cached
+
+        if not options_cached(self.root):
+            self.lane_interpreter.start()
+
     def close_lane_interpreter(self) -> None:
         if "lane_interpreter" in self.__dict__:
             self.lane_interpreter.close()

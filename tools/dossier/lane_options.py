@@ -117,6 +117,13 @@ def lane_options(root: Path, interpreter: LaneInterpreter | None = None) -> dict
     return found
 
 
+def options_cached(root: Path) -> bool:
+    """Whether `lane_options` would answer from the cache (no lane folder counts as cached)."""
+    folder = Path(root) / LANES_DIR
+    files = sorted(folder.glob("*.py")) if folder.is_dir() else []
+    return not files or DiskCache(root, "lane-options").get(content_key(sys.version, *files)) is not None
+
+
 def _ask(root: Path, interpreter: LaneInterpreter | None, op: str, arg):
     if interpreter is not None:
         return interpreter.call(op, arg, _TIMEOUT)
