@@ -306,3 +306,33 @@ def test_hardware_is_inferred_or_must_be_declared(kb7):
 def test_stock_validation_openers_fire(kb7, opener):
     _edit(kb7, f"`{TEST}::TestVision", f"{opener} `{TEST}::TestVision")
     assert [f.code for f in _findings(kb7, ["P008"])] == ["P008"]
+
+
+def test_lock_digest_is_sorted_key_ascii_json_of_the_lock_without_its_hash():
+    """lock_digest's prebuilt encoder writes what `json.dumps(body, sort_keys=True)` writes, so
+    digests already in locks stay valid: non-ASCII text, escapes, NaN, nested and odd values."""
+    import hashlib
+
+    lock = {"pr": 7, "title": "Qwen3-VL: ü “quotes” \"q\" \\ \t\n\x00 \u2028", "lock_sha256": "x",
+            "files": [{"path": "a.py", "hunks": [{"header": "@@ -1 +1 @@", "section": "", "lines": ["+ab", " c"]}],
+                       "symbols": []}],
+            "stats": {"ratio": float("nan"), "big": 10 ** 30, "neg": -1.5e-300}, "z": None, "a": [True, False, {}]}
+    body = {k: v for k, v in lock.items() if k != "lock_sha256"}
+    assert lock_digest(lock) == hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def test_excerpt_runs_split_at_elisions_hunks_and_skip_markers():
+    """split_runs tests a line's sign first; every other kind of line keeps its old meaning."""
+    from dossier.quotes import split_runs
+
+    block = ["+a", " ...", "\t...", "...", "-b", "@@ -1,2 +1,2 @@ def f():", " c", "", "@not a hunk",
+             "\\ No newline at end of file", "+...", "x", "  ... ", " d"]
+    runs, problems = split_runs(list(enumerate(block, start=10)), "@@ -9 +9 @@")
+    assert [(r.hunk, [(l.number, l.sign, l.body) for l in r.lines]) for r in runs] == [
+        ("@@ -9 +9 @@", [(10, "+", "a")]),
+        (None, [(14, "-", "b")]),
+        ("@@ -1,2 +1,2 @@", [(16, " ", "c"), (17, " ", ""), (20, "+", "...")]),
+        (None, [(23, " ", "d")]),
+    ]
+    assert [(p.number, p.message[:30]) for p in problems] == [(18, "excerpt line must start with '"),
+                                                              (21, "excerpt line must start with '")]

@@ -194,9 +194,15 @@ def build_lock(meta: dict, diff: bytes | str, source: dict, repo_name: str, url:
     return lock
 
 
+# `json.dumps(body, sort_keys=True)` with the encoder built once, not per lock; a lock is
+# parsed JSON or built from a diff, never circular, so the circular-reference check is skipped.
+_CANONICAL = json.JSONEncoder(sort_keys=True, check_circular=False)
+
+
 def lock_digest(lock: dict) -> str:
+    """sha256 of the lock without its own `lock_sha256`, as sorted-key, ASCII-only JSON."""
     body = {k: v for k, v in lock.items() if k != "lock_sha256"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(body).encode()).hexdigest()
 
 
 def dump_lock(lock: dict) -> str:

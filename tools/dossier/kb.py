@@ -32,6 +32,8 @@ class KnowledgeBase:
     histories: dict = field(default_factory=dict)  # repo -> sources.git.History, opened on demand
     digests: dict = field(default_factory=dict)  # id(lock) -> lock_digest, see lock_sha
     locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error), see lock_for
+    card_locks: dict = field(default_factory=dict)  # card path -> card_lock's answer
+    file_indexes: dict = field(default_factory=dict)  # id(lock) -> evidence.file_index, see lock_files
     rel_paths: dict = field(default_factory=dict)  # Path -> root-relative text, see rel
     fresh_locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error) rebuilt from --source
     resolved_dirs: dict = field(default_factory=dict)  # folder -> its resolved path (rel, _plain_text)
@@ -134,10 +136,24 @@ class KnowledgeBase:
         return self.locks[key]
 
     def card_lock(self, card: Card) -> dict | None:
+        """The card's lock, or None; kept per card path, as a dozen rules ask for it on every card."""
+        try:
+            return self.card_locks[card.path]
+        except KeyError:
+            pass
         repo, stem = card.path.parent.name, card.path.stem
-        if not stem.isdigit():
-            return None
-        return self.lock_for(repo, int(stem))[0]
+        lock = self.lock_for(repo, int(stem))[0] if stem.isdigit() else None
+        self.card_locks[card.path] = lock
+        return lock
+
+    def lock_files(self, lock: dict) -> dict[str, dict]:
+        """evidence.file_index of a loaded lock, built once per check (G001, G002, G003 need it)."""
+        from .evidence import file_index
+
+        key = id(lock)
+        if key not in self.file_indexes:
+            self.file_indexes[key] = file_index(lock)
+        return self.file_indexes[key]
 
     def history(self, repo: str):
         """The --source clone's history for `repo`, opened once per check."""
