@@ -370,16 +370,26 @@ def card_with_block(text: str, record: dict | None) -> str:
     return body + "\n" + render_block(record) if record else body
 
 
-def card_blocks(root: Path) -> dict[Path, str]:
-    """Card path -> expected text, for every card whose block is missing, stale or orphaned."""
-    recs = {subj: rec for subj, (_, rec, err) in records(root).items() if rec and not err and not problems(rec)}
+def card_blocks(root: Path, texts: dict[Path, str] | None = None, found: dict | None = None) -> dict[Path, str]:
+    """Card path -> expected text, for every card whose block is missing, stale or orphaned.
+
+    `texts` (card path -> text) and `found` (what `records(root)` returns) are what the
+    caller has read already (`check` has every card and record); a card not in `texts`
+    is read here.
+    """
+    found = records(root) if found is None else found
+    recs = {subj: rec for subj, (_, rec, err) in found.items() if rec and not err and not problems(rec)}
+    texts = texts or {}
     out = {}
-    for card in sorted((root / "references" / "cards").glob("*/*.md")):
+    # Sorted by parts, as sorting the Paths themselves would, without their slow comparisons.
+    for card in sorted((root / "references" / "cards").glob("*/*.md"), key=lambda p: p.parts):
         subject = f"{card.parent.name}#{card.stem}"
-        try:
-            text = read_text(card)
-        except DossierError:
-            continue
+        text = texts.get(card)
+        if text is None:
+            try:
+                text = read_text(card)
+            except DossierError:
+                continue
         rec = recs.get(subject)
         if rec is None and BLOCK_START not in text:
             continue

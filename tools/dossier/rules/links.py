@@ -123,10 +123,26 @@ _NEGATED = Caseless(
     r"|not (?:yet )?(?:run|runnable|exist|apply|available|usable|meaningful))\b",
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])|\n\s*\n|\n\s*[-*]\s+")
+# The same split where the text has no "\n" (a paragraph's lines joined by spaces), so only the
+# first alternative can match: led by a character class, not a look-behind, the regex engine
+# skips ahead to the next . ! or ? instead of trying every position.
+_SENTENCE_STOP = re.compile(r"[.!?]\s+(?=[A-Z`(])")
 
 
-def _validation_sentences(card) -> list[tuple[int, str]]:
-    """(line, sentence) of the Validation section's prose and commands, fences included."""
+def _split_sentences(text: str) -> list[str]:
+    """`_SENTENCE_END.split(text)`."""
+    if "\n" in text:
+        return _SENTENCE_END.split(text)
+    out, start = [], 0
+    for m in _SENTENCE_STOP.finditer(text):
+        out.append(text[start:m.start() + 1])  # the stop stays with its sentence, as the look-behind leaves it
+        start = m.end()
+    out.append(text[start:])
+    return out
+
+
+def _validation_paragraphs(card) -> list[tuple[int, str]]:
+    """(first line, text) of each paragraph of Validation, fences included: its lines stripped, joined by spaces."""
     sec = card.sections.get("Validation")
     if sec is None:
         return []
@@ -134,12 +150,17 @@ def _validation_sentences(card) -> list[tuple[int, str]]:
     for number, text in sec.body + [(None, "")]:
         if number is None or not text.strip():
             if buf:
-                out.extend((start, s) for s in _SENTENCE_END.split(" ".join(buf)) if s.strip())
+                out.append((start, " ".join(buf)))
             buf, start = [], None
             continue
         start = start or number
         buf.append(text.strip())
     return out
+
+
+def _validation_sentences(card) -> list[tuple[int, str]]:
+    """(line, sentence) of the Validation section's prose and commands, fences included."""
+    return [(start, s) for start, para in _validation_paragraphs(card) for s in _split_sentences(para) if s.strip()]
 
 
 @functools.lru_cache(maxsize=4)
@@ -148,17 +169,47 @@ def _lane_pattern(lanes) -> re.Pattern:
     return re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])") if names else re.compile(r"(?!x)x")
 
 
+_NAME_CHAR = re.compile(r"[\w-]")
+_NAME = re.compile(r"[\w-]+")
+
+
+@functools.lru_cache(maxsize=4)
+def _lane_finder(lanes):
+    """text -> the set of lanes it names, `set(_lane_pattern(lanes).findall(text))`.
+
+    When every lane id is made of [\w-] (kebab-case ids are), a match is a whole run of
+    such characters, so the pattern can start with the names themselves (which the regex
+    engine scans for quickly) and the look-behind be checked by hand on each match: a
+    match it rejects is a run no other match can start inside. Other ids use the pattern.
+    """
+    if not lanes or not all(isinstance(lane, str) and _NAME.fullmatch(lane) for lane in lanes):
+        pattern = _lane_pattern(lanes)
+        return lambda text: set(pattern.findall(text))
+    names = sorted(lanes, key=len, reverse=True)
+    ahead = re.compile("(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+
+    def find(text: str) -> set[str]:
+        return {m.group(1) for m in ahead.finditer(text) if not (m.start() and _NAME_CHAR.match(text, m.start() - 1))}
+
+    return find
+
+
 def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
     """Lane id -> [(line, negated)] for every sentence of Validation naming it."""
-    pattern = _lane_pattern(tuple(ctx.lanes))
+    find = _lane_finder(tuple(ctx.lanes))
     found: dict[str, list[tuple[int, bool]]] = {}
-    for line, sentence in _validation_sentences(card):
-        lanes = set(pattern.findall(sentence))
-        if not lanes:
+    for line, paragraph in _validation_paragraphs(card):
+        # Sentences split at spaces, so a lane a sentence names is named in its paragraph:
+        # a paragraph that names none needs no splitting.
+        if not find(paragraph):
             continue
-        negated = _NEGATED.found(sentence)
-        for lane in lanes:
-            found.setdefault(lane, []).append((line, negated))
+        for sentence in _split_sentences(paragraph):
+            lanes = find(sentence) if sentence.strip() else None
+            if not lanes:
+                continue
+            negated = _NEGATED.found(sentence)
+            for lane in lanes:
+                found.setdefault(lane, []).append((line, negated))
     return found
 
 
