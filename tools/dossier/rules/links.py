@@ -93,11 +93,14 @@ def family_glob_matches_nothing(ctx):
     known = ctx.known_files
     trees = ctx.root / "references" / "trees"
     lines = (ctx.root / CONFIG_NAME).read_text(encoding="utf-8").split("\n")
+    listings: dict[str, str | None] = {}  # repo -> its known files, one a line (None: no tree listing)
     for fam in ctx.config.families.values():
         for repo, globs in fam.globs.items():
-            if not (trees / f"{repo}.txt").exists():
+            if repo not in listings:
+                listings[repo] = "\n".join(sorted(known.get(repo, ()))) if (trees / f"{repo}.txt").exists() else None
+            listing = listings[repo]
+            if listing is None:
                 continue
-            listing = "\n".join(sorted(known.get(repo, ())))
             for g in globs:
                 # One multiline regex scan over the whole listing instead of a match per path.
                 pattern = glob_regex(g).pattern.lstrip("^").rstrip("$")
@@ -147,14 +150,16 @@ def _validation_paragraphs(card) -> list[tuple[int, str]]:
     if sec is None:
         return []
     out, buf, start = [], [], None
-    for number, text in sec.body + [(None, "")]:
-        if number is None or not text.strip():
-            if buf:
-                out.append((start, " ".join(buf)))
+    for number, text in sec.body:
+        text = text.strip()
+        if text:
+            start = start or number
+            buf.append(text)
+        elif buf:
+            out.append((start, " ".join(buf)))
             buf, start = [], None
-            continue
-        start = start or number
-        buf.append(text.strip())
+    if buf:
+        out.append((start, " ".join(buf)))
     return out
 
 
@@ -175,7 +180,7 @@ _NAME = re.compile(r"[\w-]+")
 
 @functools.lru_cache(maxsize=4)
 def _lane_finder(lanes):
-    """text -> the set of lanes it names, `set(_lane_pattern(lanes).findall(text))`.
+    r"""text -> the set of lanes it names, `set(_lane_pattern(lanes).findall(text))`.
 
     When every lane id is made of [\w-] (kebab-case ids are), a match is a whole run of
     such characters, so the pattern can start with the names themselves (which the regex
@@ -198,18 +203,13 @@ def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
     """Lane id -> [(line, negated)] for every sentence of Validation naming it."""
     find = _lane_finder(tuple(ctx.lanes))
     found: dict[str, list[tuple[int, bool]]] = {}
-    for line, paragraph in _validation_paragraphs(card):
-        # Sentences split at spaces, so a lane a sentence names is named in its paragraph:
-        # a paragraph that names none needs no splitting.
-        if not find(paragraph):
+    for line, sentence in _validation_sentences(card):
+        lanes = find(sentence)
+        if not lanes:
             continue
-        for sentence in _split_sentences(paragraph):
-            lanes = find(sentence) if sentence.strip() else None
-            if not lanes:
-                continue
-            negated = _NEGATED.found(sentence)
-            for lane in lanes:
-                found.setdefault(lane, []).append((line, negated))
+        negated = _NEGATED.found(sentence)
+        for lane in lanes:
+            found.setdefault(lane, []).append((line, negated))
     return found
 
 

@@ -71,8 +71,9 @@ def measurement_not_shown(ctx):
     Cards show their PR's measurements in a block that `dossier build` writes from
     the record; run `dossier build` after filing a record.
     """
-    texts = {card.path: card.text for card in ctx.all_cards}  # read already: card_blocks need not read them again
-    for path, expected in ms.card_blocks(ctx.root, texts, ctx.measurement_records).items():
+    cards, unreadable = ctx.all_loaded  # read already: card_blocks reads only what could not be loaded
+    known = [(card.path, card.text) for card in cards] + [(path, None) for path, _ in unreadable]
+    for path, expected in ms.card_blocks(ctx.root, known, ctx.measurement_records).items():
         if ctx.card_paths is not None and path not in ctx.card_paths:
             continue
         current = path.read_text(encoding="utf-8").split("\n")
@@ -136,7 +137,7 @@ def measured_number_by_hand(ctx, card):
             if not any(n.startswith(ms.BLOCK_START) for n in nxt):
                 yield Finding(ctx.rel(card.path), number, 1, "M004",
                               "hand-written measurement section: `dossier build` writes it from the record")
-        else:
+        elif numbers:
             prose = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)  # keep columns
             hit = next((m for m in _NUMBER.finditer(prose) if m.group(0) in numbers), None)
             if hit:
