@@ -6,6 +6,8 @@ chosen to tell them apart, so a fast path that drifts from the original fails he
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from dossier import measurements as ms
@@ -81,3 +83,17 @@ def test_loaded_cards_give_the_blocks_and_digest_that_reading_them_gives(mkb):  
     assert blocks == ms.card_blocks(mkb) and list(blocks) == list(ms.card_blocks(mkb))
     assert {p.name for p in blocks} == {"42.md", "43.md"}
     assert inputs_digest(ctx, {c.path: c.text for c in loaded}) == inputs_digest(ctx)
+
+
+@pytest.mark.parametrize("glob", ["python/sglang/srt/models/qwen3_vl.py", "test/**/test_*vl*.py", "docs/*.md",
+                                  "*.py", "**/x.py", "?ests/a.py", "x.py", "models/qwen3_vl.py", "sglang/*"])
+def test_glob_line_match_agrees_with_the_anchored_search(glob):
+    from dossier.config import glob_regex
+
+    pattern = glob_regex(glob).pattern.lstrip("^").rstrip("$")
+    for listing in ["python/sglang/srt/models/qwen3_vl.py\ntest/a/test_qwen3_vl_x.py\ndocs/a.md",
+                    "python/sglang/test/x.py\nxdocs/a.md\npython/sglang/srt/models/qwen3_vl.pyc", "x.py", "",
+                    "a/x.py\nsglang/a/b\ntests/a.py\nsrc/models/qwen3_vl.py",
+                    "a/models/qwen3_vl.py\nmodels/qwen3_vl.py\nbx.py\nx.py"]:
+        expected = re.search(f"^{pattern}$", listing, re.MULTILINE) is not None
+        assert links._a_line_matches(glob, pattern, listing) == expected, (glob, listing)

@@ -104,9 +104,28 @@ def family_glob_matches_nothing(ctx):
             for g in globs:
                 # One multiline regex scan over the whole listing instead of a match per path.
                 pattern = glob_regex(g).pattern.lstrip("^").rstrip("$")
-                if not re.search(f"^{pattern}$", listing, re.MULTILINE):
+                if not _a_line_matches(g, pattern, listing):
                     line = next((i for i, l in enumerate(lines, 1) if f'"{g}"' in l), 1)
                     yield Finding(CONFIG_NAME, line, 1, "L030", f"{fam.name} glob {g!r} matches no known {repo} file")
+
+
+def _a_line_matches(glob: str, pattern: str, listing: str) -> bool:
+    """`re.search(f"^{pattern}$", listing, re.MULTILINE)`: does a whole line match the glob's regex?
+
+    A glob that starts with a literal character (all of dossier.toml's do) leaves out the `^`,
+    so the regex starts with that literal, which the engine scans for quickly instead of
+    trying `^` at every position; a match then counts only at a line start, and the next
+    is looked for from one character past it.
+    """
+    if glob[:1] in ("", "*", "?"):
+        return re.search(f"^{pattern}$", listing, re.MULTILINE) is not None
+    unanchored = re.compile(f"{pattern}$", re.MULTILINE)
+    pos = 0
+    while (m := unanchored.search(listing, pos)) is not None:
+        if m.start() == 0 or listing[m.start() - 1] == "\n":
+            return True
+        pos = m.start() + 1
+    return False
 
 
 @rule("L009", "symptom-not-cited-back", scope="project")
