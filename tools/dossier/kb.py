@@ -17,6 +17,11 @@ from .fsio import MAX_READ_BYTES, read_text, refuse_outside
 TREES_DIR = "references/trees"
 
 
+def _sorted_paths(paths) -> list[Path]:
+    """sorted(paths): Paths sort by their parts, compared once each instead of per comparison."""
+    return sorted(paths, key=lambda p: p.parts)
+
+
 def _lstat(path: Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
@@ -71,7 +76,7 @@ class KnowledgeBase:
         return read_text(path, self.root)
 
     def all_card_paths(self) -> list[Path]:
-        return sorted(self.config.cards_dir.glob("*/*.md"))
+        return _sorted_paths(self.config.cards_dir.glob("*/*.md"))
 
     def _read_cards(self, paths: list[Path]) -> tuple[list[Card], list[tuple[Path, str]]]:
         cards, unreadable = [], []
@@ -112,7 +117,9 @@ class KnowledgeBase:
 
     @cached_property
     def card_ids(self) -> set[str]:
-        return {f"{p.parent.name}/{p.stem}" for p in self.all_card_paths()}
+        """`repo/pr` of every card file, readable or not (the cards as loaded: no second listing)."""
+        cards, unreadable = self.all_loaded
+        return {c.cid for c in cards} | {f"{p.parent.name}/{p.stem}" for p, _ in unreadable}
 
     def lock_for(self, repo: str, pr: int) -> tuple[dict | None, str | None]:
         """(lock, error) for a card; read once."""
@@ -179,6 +186,13 @@ class KnowledgeBase:
 
         return records(self.root)
 
+    @cached_property
+    def repro_scripts(self) -> list:
+        """playbook/repros scripts, each parsed once per check (M002 and M006 both read them)."""
+        from .measurements import scripts
+
+        return scripts(self.root)
+
     def lock_sha(self, lock: dict) -> str:
         """lock_digest of a loaded lock, computed once per check (G004 and B002 both need it)."""
         from .evidence import lock_digest
@@ -191,7 +205,7 @@ class KnowledgeBase:
     @cached_property
     def all_locks(self) -> dict[tuple[str, int], dict]:
         out = {}
-        for path in sorted(self.config.evidence_dir.glob("*/*.json")):
+        for path in _sorted_paths(self.config.evidence_dir.glob("*/*.json")):
             if path.stem.isdigit():
                 lock, _ = self.lock_for(path.parent.name, int(path.stem))
                 if lock:
@@ -269,17 +283,6 @@ class KnowledgeBase:
         from .trees import load_symbols
 
         return load_symbols(self.root)
-
-    @cached_property
-    def playbook_symbols(self) -> dict[str, dict[str, set[str]]]:
-        """Per repo, per file: symbol names from the tree listings and from every lock."""
-        from .trees import expand_names, load_symbols
-
-        out = load_symbols(self.root)
-        for (repo, _), lock in self.all_locks.items():
-            for f in lock.get("files", []):
-                out.setdefault(repo, {}).setdefault(f["path"], set()).update(expand_names(f.get("symbols")))
-        return out
 
     @cached_property
     def radar(self):

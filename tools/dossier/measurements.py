@@ -370,23 +370,32 @@ def card_with_block(text: str, record: dict | None) -> str:
     return body + "\n" + render_block(record) if record else body
 
 
-def card_blocks(root: Path) -> dict[Path, str]:
-    """Card path -> expected text, for every card whose block is missing, stale or orphaned."""
-    recs = {subj: rec for subj, (_, rec, err) in records(root).items() if rec and not err and not problems(rec)}
+def card_blocks(root: Path, cards=None, found: dict | None = None) -> dict[Path, str]:
+    """Card path -> expected text, for every card whose block is missing, stale or orphaned.
+
+    `cards` ((path, text) of every card file, text None where it is to be read here) and
+    `found` (what `records(root)` returns) are what the caller has read already: `check`
+    has every card and record. Without them, the cards folder is listed and read.
+    """
+    found = records(root) if found is None else found
+    recs = {subj: rec for subj, (_, rec, err) in found.items() if rec and not err and not problems(rec)}
+    if cards is None:
+        cards = [(path, None) for path in (root / "references" / "cards").glob("*/*.md")]
     out = {}
-    for card in sorted((root / "references" / "cards").glob("*/*.md")):
-        subject = f"{card.parent.name}#{card.stem}"
-        try:
-            text = read_text(card)
-        except DossierError:
-            continue
-        rec = recs.get(subject)
+    for card, text in cards:
+        if text is None:
+            try:
+                text = read_text(card)
+            except DossierError:
+                continue
+        rec = recs.get(f"{card.parent.name}#{card.stem}")
         if rec is None and BLOCK_START not in text:
             continue
         expected = card_with_block(text, rec)
         if expected != text:
             out[card] = expected
-    return out
+    # In path order (Paths sort by their parts; sorting by them skips Path's slow comparisons).
+    return dict(sorted(out.items(), key=lambda item: item[0].parts))
 
 
 def write_card_blocks(root: Path) -> list[Path]:

@@ -252,14 +252,35 @@ def missing_in_release(release: dict, text: str, pinned: tuple[set[str], set[str
     flag). sglang-omni: `SGLANG_OMNI_*` and `sglang_omni/...py` (its flags are lane options too
     often to tell apart in prose).
     """
-    flags, env, paths = set(release["flags"]), set(release["env"]), set(release["paths"])
+    flags, env, paths = _release_sets(release)
     if release.get("repo") == "sglang-omni":
-        out = [e for e in re.findall(r"\b(SGLANG_OMNI_[A-Z0-9_]+)\b", text) if e not in env]
-        return out + [p for p in re.findall(r"(?<![\w/])sglang_omni/[\w/.-]+\.py", text) if p not in paths]
+        out = [e for e in _OMNI_ENV.findall(text) if e not in env]
+        return out + [p for p in _OMNI_PATH.findall(text) if p not in paths]
     pflags, penv = pinned or (None, None)
-    out = [f for f in re.findall(r"(?<![\w-])(--[a-z0-9][a-z0-9-]+)", text)
-           if f not in flags and (pflags is None or f in pflags)]
+    out = [f for f in _FLAG.findall(text) if f not in flags and (pflags is None or f in pflags)]
     out += [e for e in _ENV.findall(text) if e not in env and (penv is None or e in penv)
             and not e.startswith("SGLANG_OMNI_")]
-    out += [p for p in re.findall(r"python/sglang/srt/[\w/.-]+\.py", text) if p not in paths]
+    out += [p for p in _SRT_PATH.findall(text) if p not in paths]
     return out
+
+
+_FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]+)")
+_SRT_PATH = re.compile(r"python/sglang/srt/[\w/.-]+\.py")
+_OMNI_ENV = re.compile(r"\b(SGLANG_OMNI_[A-Z0-9_]+)\b")
+_OMNI_PATH = re.compile(r"(?<![\w/])sglang_omni/[\w/.-]+\.py")
+# id(listing) -> (listing, its flags, env vars and paths as sets): `check` asks
+# missing_in_release about every knob and SKILL.md line (~1,000 calls) of the same
+# two listings, which are never changed once loaded; building the sets (thousands of
+# paths) on each call was most of its time. The listing itself is kept so that its id
+# cannot be reused by another dict while the entry lives. A listing whose sets cannot
+# be built (a missing key) fails on every call, as before.
+_SETS: dict[int, tuple[dict, tuple[set[str], set[str], set[str]]]] = {}
+
+
+def _release_sets(release: dict) -> tuple[set[str], set[str], set[str]]:
+    hit = _SETS.get(id(release))
+    if hit is None or hit[0] is not release:
+        if len(_SETS) >= 8:  # listings of earlier knowledge bases (tests build many)
+            _SETS.clear()
+        hit = _SETS[id(release)] = (release, (set(release["flags"]), set(release["env"]), set(release["paths"])))
+    return hit[1]

@@ -93,17 +93,39 @@ def family_glob_matches_nothing(ctx):
     known = ctx.known_files
     trees = ctx.root / "references" / "trees"
     lines = (ctx.root / CONFIG_NAME).read_text(encoding="utf-8").split("\n")
+    listings: dict[str, str | None] = {}  # repo -> its known files, one a line (None: no tree listing)
     for fam in ctx.config.families.values():
         for repo, globs in fam.globs.items():
-            if not (trees / f"{repo}.txt").exists():
+            if repo not in listings:
+                listings[repo] = "\n".join(sorted(known.get(repo, ()))) if (trees / f"{repo}.txt").exists() else None
+            listing = listings[repo]
+            if listing is None:
                 continue
-            listing = "\n".join(sorted(known.get(repo, ())))
             for g in globs:
                 # One multiline regex scan over the whole listing instead of a match per path.
                 pattern = glob_regex(g).pattern.lstrip("^").rstrip("$")
-                if not re.search(f"^{pattern}$", listing, re.MULTILINE):
+                if not _a_line_matches(g, pattern, listing):
                     line = next((i for i, l in enumerate(lines, 1) if f'"{g}"' in l), 1)
                     yield Finding(CONFIG_NAME, line, 1, "L030", f"{fam.name} glob {g!r} matches no known {repo} file")
+
+
+def _a_line_matches(glob: str, pattern: str, listing: str) -> bool:
+    """`re.search(f"^{pattern}$", listing, re.MULTILINE)`: does a whole line match the glob's regex?
+
+    A glob that starts with a literal character (all of dossier.toml's do) leaves out the `^`,
+    so the regex starts with that literal, which the engine scans for quickly instead of
+    trying `^` at every position; a match then counts only at a line start, and the next
+    is looked for from one character past it.
+    """
+    if glob[:1] in ("", "*", "?"):
+        return re.search(f"^{pattern}$", listing, re.MULTILINE) is not None
+    unanchored = re.compile(f"{pattern}$", re.MULTILINE)
+    pos = 0
+    while (m := unanchored.search(listing, pos)) is not None:
+        if m.start() == 0 or listing[m.start() - 1] == "\n":
+            return True
+        pos = m.start() + 1
+    return False
 
 
 @rule("L009", "symptom-not-cited-back", scope="project")
@@ -123,23 +145,46 @@ _NEGATED = Caseless(
     r"|not (?:yet )?(?:run|runnable|exist|apply|available|usable|meaningful))\b",
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])|\n\s*\n|\n\s*[-*]\s+")
+# The same split where the text has no "\n" (a paragraph's lines joined by spaces), so only the
+# first alternative can match: led by a character class, not a look-behind, the regex engine
+# skips ahead to the next . ! or ? instead of trying every position.
+_SENTENCE_STOP = re.compile(r"[.!?]\s+(?=[A-Z`(])")
 
 
-def _validation_sentences(card) -> list[tuple[int, str]]:
-    """(line, sentence) of the Validation section's prose and commands, fences included."""
+def _split_sentences(text: str) -> list[str]:
+    """`_SENTENCE_END.split(text)`."""
+    if "\n" in text:
+        return _SENTENCE_END.split(text)
+    out, start = [], 0
+    for m in _SENTENCE_STOP.finditer(text):
+        out.append(text[start:m.start() + 1])  # the stop stays with its sentence, as the look-behind leaves it
+        start = m.end()
+    out.append(text[start:])
+    return out
+
+
+def _validation_paragraphs(card) -> list[tuple[int, str]]:
+    """(first line, text) of each paragraph of Validation, fences included: its lines stripped, joined by spaces."""
     sec = card.sections.get("Validation")
     if sec is None:
         return []
     out, buf, start = [], [], None
-    for number, text in sec.body + [(None, "")]:
-        if number is None or not text.strip():
-            if buf:
-                out.extend((start, s) for s in _SENTENCE_END.split(" ".join(buf)) if s.strip())
+    for number, text in sec.body:
+        text = text.strip()
+        if text:
+            start = start or number
+            buf.append(text)
+        elif buf:
+            out.append((start, " ".join(buf)))
             buf, start = [], None
-            continue
-        start = start or number
-        buf.append(text.strip())
+    if buf:
+        out.append((start, " ".join(buf)))
     return out
+
+
+def _validation_sentences(card) -> list[tuple[int, str]]:
+    """(line, sentence) of the Validation section's prose and commands, fences included."""
+    return [(start, s) for start, para in _validation_paragraphs(card) for s in _split_sentences(para) if s.strip()]
 
 
 @functools.lru_cache(maxsize=4)
@@ -148,12 +193,37 @@ def _lane_pattern(lanes) -> re.Pattern:
     return re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, names)) + r")(?![\w-])") if names else re.compile(r"(?!x)x")
 
 
+_NAME_CHAR = re.compile(r"[\w-]")
+_NAME = re.compile(r"[\w-]+")
+
+
+@functools.lru_cache(maxsize=4)
+def _lane_finder(lanes):
+    r"""text -> the set of lanes it names, `set(_lane_pattern(lanes).findall(text))`.
+
+    When every lane id is made of [\w-] (kebab-case ids are), a match is a whole run of
+    such characters, so the pattern can start with the names themselves (which the regex
+    engine scans for quickly) and the look-behind be checked by hand on each match: a
+    match it rejects is a run no other match can start inside. Other ids use the pattern.
+    """
+    if not lanes or not all(isinstance(lane, str) and _NAME.fullmatch(lane) for lane in lanes):
+        pattern = _lane_pattern(lanes)
+        return lambda text: set(pattern.findall(text))
+    names = sorted(lanes, key=len, reverse=True)
+    ahead = re.compile("(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+
+    def find(text: str) -> set[str]:
+        return {m.group(1) for m in ahead.finditer(text) if not (m.start() and _NAME_CHAR.match(text, m.start() - 1))}
+
+    return find
+
+
 def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
     """Lane id -> [(line, negated)] for every sentence of Validation naming it."""
-    pattern = _lane_pattern(tuple(ctx.lanes))
+    find = _lane_finder(tuple(ctx.lanes))
     found: dict[str, list[tuple[int, bool]]] = {}
     for line, sentence in _validation_sentences(card):
-        lanes = set(pattern.findall(sentence))
+        lanes = find(sentence)
         if not lanes:
             continue
         negated = _NEGATED.found(sentence)

@@ -42,7 +42,7 @@ def measurement_stale(ctx):
     has never run on the device.
     """
     try:
-        scripts = {s.rel: s for s in ms.scripts(ctx.root)}
+        scripts = {s.rel: s for s in ctx.repro_scripts}
     except DossierError as exc:
         yield Finding(ms.REPROS_DIR, 1, 1, "M002", str(exc))
         return
@@ -71,7 +71,9 @@ def measurement_not_shown(ctx):
     Cards show their PR's measurements in a block that `dossier build` writes from
     the record; run `dossier build` after filing a record.
     """
-    for path, expected in ms.card_blocks(ctx.root).items():
+    cards, unreadable = ctx.all_loaded  # read already: card_blocks reads only what could not be loaded
+    known = [(card.path, card.text) for card in cards] + [(path, None) for path, _ in unreadable]
+    for path, expected in ms.card_blocks(ctx.root, known, ctx.measurement_records).items():
         if ctx.card_paths is not None and path not in ctx.card_paths:
             continue
         current = path.read_text(encoding="utf-8").split("\n")
@@ -111,7 +113,8 @@ def measured_number_by_hand(ctx, card):
     """
     rec = ctx.measurement_records.get(f"{card.path.parent.name}#{card.path.stem}")
     numbers = _record_numbers(rec[1]) if rec and isinstance(rec[1], dict) else set()
-    if not numbers and "measured on h200" not in card.text.lower():
+    # lower() leaves digits as they are: a card without "200" cannot hold the heading.
+    if not numbers and ("200" not in card.text or "measured on h200" not in card.text.lower()):
         return
     inside = fenced = False
     lines = card.text.split("\n")
@@ -130,11 +133,11 @@ def measured_number_by_hand(ctx, card):
         elif inside:
             continue
         elif line.strip().lower() == "## measured on h200":
-            nxt = card.text.split("\n")[number:number + 2]
+            nxt = lines[number:number + 2]
             if not any(n.startswith(ms.BLOCK_START) for n in nxt):
                 yield Finding(ctx.rel(card.path), number, 1, "M004",
                               "hand-written measurement section: `dossier build` writes it from the record")
-        else:
+        elif numbers:
             prose = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)  # keep columns
             hit = next((m for m in _NUMBER.finditer(prose) if m.group(0) in numbers), None)
             if hit:
@@ -153,7 +156,7 @@ def measurement_single_run(ctx):
     moves more than 20% is marked noisy. Every record needs it, those of the earlier
     harness (no `pinning`) too: all of them were measured again in three processes.
     """
-    for _, (path, record, error) in ms.records(ctx.root).items():
+    for _, (path, record, error) in ctx.measurement_records.items():
         if error or not isinstance(record, dict) or ms.problems(record):
             continue
         for problem in ms.run_problems(record):
@@ -176,10 +179,10 @@ def modelled_value_unlabelled(ctx):
     constant fires too.
     """
     try:
-        scripts = {s.rel: s for s in ms.scripts(ctx.root)}
+        scripts = {s.rel: s for s in ctx.repro_scripts}
     except DossierError:
         return  # M002 reports it
-    for _, (path, record, error) in ms.records(ctx.root).items():
+    for _, (path, record, error) in ctx.measurement_records.items():
         if error or not isinstance(record, dict):
             continue
         script = scripts.get(record.get("script"))

@@ -16,8 +16,21 @@ def _entries(ctx):
         yield entry, entry["_file"], line_of
 
 
-def _symbols(ctx) -> dict[str, dict[str, set[str]]]:
-    return ctx.playbook_symbols
+def _lock_symbols(ctx) -> dict[tuple[str, str], list]:
+    """(repo, file) -> the `symbols` lists every lock records for that file.
+
+    Only the few files the pinned listing lacks need their names expanded (L006), so the
+    lists are gathered unexpanded; each is still checked to be iterable, so a malformed
+    lock fails here as expanding every lock's names would.
+    """
+    out: dict[tuple[str, str], list] = {}
+    for (repo, _), lock in ctx.all_locks.items():
+        for f in lock.get("files", []):
+            key = (repo, f["path"])
+            symbols = f.get("symbols") or ()
+            iter(symbols)
+            out.setdefault(key, []).append(symbols)
+    return out
 
 
 def _list(entry, key):
@@ -82,16 +95,18 @@ def playbook_unknown_symbol(ctx):
     which a later PR may have deleted). Re-run `dossier tree` after adding a file the
     listing does not cover.
     """
-    table = _symbols(ctx)
+    from ..trees import expand_names
+
     pinned = ctx.pinned_symbols
+    from_locks = _lock_symbols(ctx)
     for entry, path, line_of in _entries(ctx):
         for look in _list(entry, "look"):
             if not isinstance(look, dict) or not look.get("file") or not isinstance(look.get("symbols"), list):
                 continue
             repo, file = str(look.get("repo")), str(look["file"])
             names = pinned.get(repo, {}).get(file)
-            if names is None:
-                names = table.get(repo, {}).get(file)
+            if names is None and (repo, file) in from_locks:
+                names = set().union(*map(expand_names, from_locks[repo, file]))
             for j, sym in enumerate(look["symbols"]):
                 line = line_of(look, "symbols", j)
                 if names is None:

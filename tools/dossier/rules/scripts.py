@@ -15,6 +15,12 @@ from .base import Caseless, Finding, rule
 
 _PATH = re.compile(r"(?<![\w/.-])((?:benchmarks|examples|tests|test|scripts|playbook|python/sglang|sglang_omni)"
                    r"/[\w./-]+\.py)")
+# _PATH without its look-behind, checked by hand on each match instead: led by the folder
+# names, the regex engine skips ahead to their first letters rather than trying the
+# look-behind at every position. Every character of a match is in the look-behind's class,
+# so no match the look-behind refuses can hide one it accepts: they find the same paths.
+_PATH_AHEAD = re.compile(_PATH.pattern.removeprefix(r"(?<![\w/.-])"))
+_PATH_CHAR = re.compile(r"[\w/.-]")
 _MODULE = re.compile(r"python3? -m ((?:benchmarks|sglang_omni|sglang)(?:\.\w+)+)")
 # A card may name a script its PR used that later left upstream, when it says so.
 _SAYS_GONE = Caseless(r"\b(gone|removed|deleted|no longer|retired|renamed)\b")
@@ -23,7 +29,8 @@ _SAYS_GONE = Caseless(r"\b(gone|removed|deleted|no longer|retired|renamed)\b")
 def script_paths(text: str) -> list[tuple[int, tuple[str, ...]]]:
     """(offset, candidate paths) of every script the text runs or names: a path names
     itself; `python -m pkg.mod` is `pkg/mod.py` or a package's `__main__.py`."""
-    out = [(m.start(1), (m.group(1),)) for m in _PATH.finditer(text)]
+    out = [(m.start(1), (m.group(1),)) for m in _PATH_AHEAD.finditer(text)
+           if not (m.start() and _PATH_CHAR.match(text, m.start() - 1))]
     for m in _MODULE.finditer(text):
         module = m.group(1)
         base = ("python/" if module.startswith("sglang.") else "") + module.replace(".", "/")
@@ -84,11 +91,11 @@ def validation_script_missing(ctx, card):
     lock = ctx.card_lock(card) or {}
     in_lock = {f.get("path") for f in lock.get("files", [])} | set(lock.get("test_symbols") or {})
     # The section as one text, so a sentence that wraps across lines is read whole.
-    starts, text, pos = [], "", 0
+    starts, pos = [], 0
     for number, line in section.body:
         starts.append((pos, number))
-        text += line + "\n"
-        pos = len(text)
+        pos += len(line) + 1
+    text = "".join(line + "\n" for _, line in section.body)
     for offset, paths in script_paths(text):
         if in_lock.intersection(paths) or _exists(ctx, paths, (repo,)):
             continue

@@ -70,7 +70,7 @@ def section_missing(ctx, card):
         sec = card.sections.get(name)
         if sec is None:
             yield _f(ctx, card, card.body_start, "S003", f"section '## {name}' is missing")
-        elif not sec.text:
+        elif not any(text.strip() for _, text in sec.body):  # `not sec.text`, without joining the section
             yield _f(ctx, card, sec.line, "S003", f"section '## {name}' is empty")
 
 
@@ -78,6 +78,9 @@ def _as_date(value):
     if isinstance(value, (_dt.date, _dt.datetime)):
         return value.isoformat()[:10]
     return str(value)[:10] if value else None
+
+
+_LOCK_FACTS = ("title", "state", "url", "merged", "pr", "repo")  # copied from the lock by `dossier new`
 
 
 @rule("S004", "lock-disagrees")
@@ -90,16 +93,13 @@ def lock_disagrees(ctx, card):
     meta, lock = card.meta, ctx.card_lock(card)
     if meta is None or lock is None:
         return
-    pairs = {
-        "title": (meta.get("title"), lock.get("title")),
-        "state": (meta.get("state"), lock.get("state")),
-        "url": (meta.get("url"), lock.get("url")),
-        "merged": (_as_date(meta.get("merged")), _as_date(lock.get("merged"))),
-        "pr": (meta.get("pr"), lock.get("pr")),
-        "repo": (meta.get("repo"), lock.get("repo")),
-    }
-    for key, (mine, theirs) in pairs.items():
-        if key in meta and mine != theirs:
+    for key in _LOCK_FACTS:
+        if key not in meta:
+            continue
+        mine, theirs = meta[key], lock.get(key)
+        if key == "merged":
+            mine, theirs = _as_date(mine), _as_date(theirs)
+        if mine != theirs:
             yield _f(ctx, card, card.key_line(key), "S004", f"'{key}' is {mine!r} but the lock says {theirs!r}")
     stats = meta.get("stats")
     if isinstance(stats, dict):

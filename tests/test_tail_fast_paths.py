@@ -1,0 +1,99 @@
+"""The fast paths of the L, M, B and K rules give what the plain code they replace gives.
+
+Each test runs the fast path and the fallback (or the plain regex it stands for) on inputs
+chosen to tell them apart, so a fast path that drifts from the original fails here.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dossier import measurements as ms
+from dossier.build import inputs_digest
+from dossier.config import load_config
+from dossier.kb import KnowledgeBase
+from dossier.rules import links, scripts
+from dossier.trees import missing_in_release
+
+from test_measurements import _record, mkb  # noqa: F401 - mkb is a fixture
+
+LANE_TEXTS = [
+    "vl-video", "xvl-video", "-vl-video", "vl-video-processor", "vl-videos", "vl-video_x", "(vl-video).",
+    "run vl-video, then vl-video-processor and asr-offline", "évl-video and vl-video", "vl-vl-video",
+    "`vl-video`/asr-offline", "a.b and xa.b and a.b.c", "", "asr-offline-asr-offline asr-offline",
+]
+
+
+@pytest.mark.parametrize("lanes", [("vl-video", "vl-video-processor", "asr-offline"),
+                                   ("vl-video", "a.b", "asr-offline")])
+def test_lane_finder_agrees_with_the_lane_pattern(lanes):
+    find = links._lane_finder(lanes)
+    # kebab-case ids take the fast path; an id with a dot falls back to the pattern itself
+    assert (find.__name__ == "find") == all(links._NAME.fullmatch(lane) for lane in lanes)
+    pattern = links._lane_pattern(lanes)
+    for text in LANE_TEXTS:
+        assert find(text) == set(pattern.findall(text)), text
+
+
+@pytest.mark.parametrize("text", [
+    "A first. Second one! Third? (fourth) `fifth`", "e.g. the lane runs Qwen2.5-VL.", "x.. Y", "end.", "",
+    "a.\tB and c.  D", "no stop here", "one.\n\ntwo", "one\n- two", "Done.  \n  Next",
+])
+def test_sentence_split_agrees_with_the_regex(text):
+    assert links._split_sentences(text) == links._SENTENCE_END.split(text)
+
+
+@pytest.mark.parametrize("text", [
+    "tests/a.py", "xtests/a.py", "/tests/a.py", ".tests/a.py", "-benchmarks/x.py", "(scripts/x.py)",
+    "atests/x/tests/b.py tests/c.py", "tests/x.py tests/y.py", "python/sglang/srt/x.py", "examples/a/b.pyc",
+    "testss/x.py", "mytest/x.py test/y.py", "étests/a.py", "playbook/lanes/run.py::t", "sglang_omni/a/b.py",
+])
+def test_script_paths_agree_with_the_path_regex(text):
+    expected = [(m.start(1), (m.group(1),)) for m in scripts._PATH.finditer(text)]
+    assert scripts.script_paths(text) == expected
+
+
+def test_release_names_are_built_once_per_listing_and_follow_a_new_one():
+    release = {"repo": "sglang", "flags": ["--aa"], "env": ["SGLANG_X"], "paths": ["python/sglang/srt/a.py"]}
+    text = "--aa --bb SGLANG_X SGLANG_Y python/sglang/srt/a.py python/sglang/srt/b.py"
+    assert missing_in_release(release, text) == ["--bb", "SGLANG_Y", "python/sglang/srt/b.py"]
+    assert missing_in_release(release, text) == ["--bb", "SGLANG_Y", "python/sglang/srt/b.py"]
+    other = {**release, "flags": ["--aa", "--bb"]}
+    assert missing_in_release(other, text) == ["SGLANG_Y", "python/sglang/srt/b.py"]
+    for _ in range(2):  # a listing that cannot be read fails on every call, not only the first
+        with pytest.raises(KeyError):
+            missing_in_release({"repo": "sglang", "env": [], "paths": []}, "nothing named")
+
+
+def test_loaded_cards_give_the_blocks_and_digest_that_reading_them_gives(mkb):  # noqa: F811
+    _record(mkb)
+    cards = mkb / "references/cards/sglang"
+    # Over the card size cap, so the knowledge base cannot load it and card_blocks reads it
+    # itself; its block has no record, so it is to be removed.
+    (cards / "43.md").write_text("---\n---\n" + "y\n" * 150_000 + f"\n## Measured on H200\n\n{ms.BLOCK_START} x -->\n"
+                                 f"old\n{ms.BLOCK_END}\n")
+    (cards / "44.md").write_bytes(b"---\n\xff\n---\n")  # not UTF-8: skipped either way
+    ctx = KnowledgeBase(load_config(mkb))
+    loaded, unreadable = ctx.all_loaded
+    assert {p.name for p, _ in unreadable} == {"43.md", "44.md"}
+    known = [(c.path, c.text) for c in loaded] + [(p, None) for p, _ in unreadable]
+    blocks = ms.card_blocks(mkb, known, ctx.measurement_records)
+    assert blocks == ms.card_blocks(mkb) and list(blocks) == list(ms.card_blocks(mkb))
+    assert {p.name for p in blocks} == {"42.md", "43.md"}
+    assert inputs_digest(ctx, {c.path: c.text for c in loaded}) == inputs_digest(ctx)
+
+
+@pytest.mark.parametrize("glob", ["python/sglang/srt/models/qwen3_vl.py", "test/**/test_*vl*.py", "docs/*.md",
+                                  "*.py", "**/x.py", "?ests/a.py", "x.py", "models/qwen3_vl.py", "sglang/*"])
+def test_glob_line_match_agrees_with_the_anchored_search(glob):
+    from dossier.config import glob_regex
+
+    pattern = glob_regex(glob).pattern.lstrip("^").rstrip("$")
+    for listing in ["python/sglang/srt/models/qwen3_vl.py\ntest/a/test_qwen3_vl_x.py\ndocs/a.md",
+                    "python/sglang/test/x.py\nxdocs/a.md\npython/sglang/srt/models/qwen3_vl.pyc", "x.py", "",
+                    "a/x.py\nsglang/a/b\ntests/a.py\nsrc/models/qwen3_vl.py",
+                    "a/models/qwen3_vl.py\nmodels/qwen3_vl.py\nbx.py\nx.py"]:
+        expected = re.search(f"^{pattern}$", listing, re.MULTILINE) is not None
+        assert links._a_line_matches(glob, pattern, listing) == expected, (glob, listing)
