@@ -137,3 +137,10 @@ def test_every_shipped_card_frontmatter_takes_the_fast_path_and_agrees():
         fast = yamlio._load_simple(raw, 2)
         assert fast is not None, path
         same_tree(fast, full(raw), str(path))
+
+
+def test_a_key_past_libyamls_1024_character_cap_takes_the_full_path():
+    text = "k" * 1100 + ": 1"
+    assert yamlio._load_simple(text, 2) is None
+    with pytest.raises(YamlError):
+        parse_yaml(text, "f.yaml", first_line=2)

@@ -127,7 +127,7 @@ def _first_alias(text: str):
 _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()  # the resolver CSafeLoader and SafeLoader use
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()  # `self` for the scalar constructors, which keep no state
-_KEY = r"[A-Za-z_][A-Za-z0-9_-]{0,127}"  # a key too long for libyaml (1024) never gets here
+_KEY = r"[A-Za-z_][A-Za-z0-9_-]*"  # no longer than its line, at most 1024: libyaml's cap on a key
 _SIMPLE_ENTRY = re.compile(rf"({_KEY}): +(\S.*)")
 # A plain scalar that cannot be read as anything but one in block context: no indicator
 # first, no `: ` or ` #` inside, no `:` last (checked in _simple_value).
@@ -137,7 +137,7 @@ _ITEM = r"[A-Za-z0-9_~][A-Za-z0-9_.+/-]*"
 _FLOW_SEQ = re.compile(rf"\[ *(?:{_ITEM} *(?:, *{_ITEM} *)*)?\]")
 _FLOW_MAP = re.compile(rf"\{{ *(?:{_KEY}: +{_ITEM} *(?:, *{_KEY}: +{_ITEM} *)*)?\}}")
 _FLOW_PAIR = re.compile(rf"({_KEY}): +({_ITEM})")  # each pair of a _FLOW_MAP, in order
-_DOUBLE_QUOTED = re.compile(r'"((?:[^"\\]|\\["\\]|\\u[0-9a-fA-F]{4})*)"')
+_DOUBLE_QUOTED = re.compile(r'"([^"\\]*(?:\\(?:["\\]|u[0-9a-fA-F]{4})[^"\\]*)*)"')
 _ESCAPE = re.compile(r'\\(["\\]|u[0-9a-fA-F]{4})')
 
 
@@ -174,7 +174,7 @@ def _simple_value(text: str, start: int, column: int, line: int):
         if not _FLOW_SEQ.fullmatch(text):
             return None
         inner = text[1:-1]
-        out = LinedList(_plain(item.strip(" ")) for item in inner.split(",")) if inner.strip(" ") else LinedList()
+        out = LinedList([_plain(item.strip(" ")) for item in inner.split(",")] if inner.strip(" ") else [])
         out.line, out.item_lines = line, [line] * len(out)
         return out, True
     if first == "{":
@@ -211,7 +211,7 @@ def _load_simple(text: str, first_line: int) -> LinedMap | None:
         for number, line in enumerate(lines, first_line):
             m = _SIMPLE_ENTRY.fullmatch(line)
             # isprintable: no tab, CR, BOM or control character, all of which libyaml treats its own way.
-            if m is None or line[-1] == " " or not line.isprintable():
+            if m is None or line[-1] == " " or len(line) > 1024 or not line.isprintable():
                 return None
             key = _plain(m.group(1))
             if type(key) is not str or key in out.key_lines:
