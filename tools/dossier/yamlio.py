@@ -7,6 +7,9 @@ sit on, so a rule can point at the line of a bad value without re-parsing.
 Strict where PyYAML is lenient: a duplicate key is an error naming both lines (not
 "the last one wins"), anchors and aliases are refused (an alias bomb of a few
 hundred bytes expands to gigabytes), and a document over MAX_YAML_BYTES is refused.
+
+A document of one-line `key: value` entries (a card's frontmatter) is built directly,
+to the same values, lines and spans; anything else goes through libyaml (`_load_simple`).
 """
 
 from __future__ import annotations
