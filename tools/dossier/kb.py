@@ -42,6 +42,7 @@ class KnowledgeBase:
     rel_paths: dict = field(default_factory=dict)  # Path -> root-relative text, see rel
     fresh_locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error) rebuilt from --source
     resolved_dirs: dict = field(default_factory=dict)  # folder -> its resolved path (rel, _plain_text)
+    inside_dirs: dict = field(default_factory=dict)  # folder -> whether it resolves inside the root (_plain_text)
 
     @property
     def root(self) -> Path:
@@ -51,6 +52,12 @@ class KnowledgeBase:
         if folder not in self.resolved_dirs:
             self.resolved_dirs[folder] = folder.resolve()
         return self.resolved_dirs[folder]
+
+    def _inside(self, folder: Path) -> bool:
+        """Whether `folder` resolves inside the root; asked once per folder (a few hold every card and lock)."""
+        if folder not in self.inside_dirs:
+            self.inside_dirs[folder] = self._resolved(folder).is_relative_to(self._resolved(self.root))
+        return self.inside_dirs[folder]
 
     def rel(self, path: Path) -> str:
         if path not in self.rel_paths:
@@ -68,7 +75,7 @@ class KnowledgeBase:
         goes to `read_text`, so its error line stays the one reader's.
         """
         if (info is not None and stat.S_ISREG(info.st_mode) and info.st_size <= MAX_READ_BYTES
-                and self._resolved(path.parent).is_relative_to(self._resolved(self.root))):
+                and self._inside(path.parent)):
             try:
                 return path.read_bytes().decode("utf-8")
             except (OSError, UnicodeDecodeError):
