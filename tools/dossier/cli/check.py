@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import click
@@ -20,6 +21,10 @@ from ._base import config_at, repo_paths, root_option
 @root_option
 def check(paths, fmt, select, ignore, exit_zero, sources, root):
     """Lint cards, locks, playbook, lanes, generated files and SKILL.md."""
+    # One short run that keeps what it reads (cards, 15 MB of locks) to the end: the cyclic
+    # collector would only walk that heap again and again (0.3-0.5 s at 700 cards) and, in
+    # the forked child, touch every shared page. What little garbage has cycles goes at exit.
+    gc.disable()
     from ..check import card_paths_from_args, format_findings, run_check
     from ..kb import KnowledgeBase
 
