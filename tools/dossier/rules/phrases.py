@@ -43,7 +43,7 @@ def _placeholder_words(low: str) -> bool:
 
 
 def _elision_line(text: str) -> bool:
-    """Whether `_FAST_ELISION.search(text)` would match: some line is `...` between whitespace.
+    r"""Whether `_FAST_ELISION.search(text)` would match: some line is `...` between whitespace.
 
     A match's `\s*` may run over blank lines, but then the line holding the `...` is such a
     line too; str.strip strips what `\s` matches. Looking only at each `...` costs far less
