@@ -31,6 +31,16 @@ _FAST_COMMENT = re.compile(r"<!--\s*dossier:")
 _FAST_ELISION = re.compile(r"^\s*\.\.\.\s*$", re.MULTILINE)
 
 
+# The letters beyond ASCII that a case-insensitive pattern takes for ASCII ones (İ ı ſ and
+# the Kelvin sign): where none is, a case-insensitive match of ASCII words shows in the
+# lower-cased text as those words lower-cased.
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def _lower_keeps_matches(text: str) -> bool:
+    return text.isascii() or not any(c in text for c in _FOLDS_TO_ASCII)
+
+
 def _fast_placeholder(low: str) -> bool:
     """Whether `_PLACEHOLDER_FAST.search(low)` would match."""
     return _placeholder_words(low) or ("..." in low and _elision_line(low))
@@ -116,10 +126,12 @@ def placeholder(ctx, card):
         return  # the common case: a few substring scans of the whole card
     # What follows only skips cards with no finding: a finding is a match within one prose
     # line, so a match in the prose lines joined by newlines (an excerpt's `...` elision is
-    # what passed the first test). On ASCII that match implies _fast_placeholder's on the
-    # prose; its words part can hold only where the whole card has them (`words`).
+    # what passed the first test). Where lower-casing keeps every match, that match implies
+    # _fast_placeholder's on the prose; its words part can hold only where the whole card
+    # has them (`words`).
     text = _unfenced(card.text)
-    if text.isascii() and not ((words and _placeholder_words(text.lower())) or ("..." in text and _elision_line(text))):
+    if (_lower_keeps_matches(text)
+            and not ((words and _placeholder_words(text.lower())) or ("..." in text and _elision_line(text)))):
         return
     if not _PLACEHOLDER.found(text):
         return
@@ -173,11 +185,11 @@ def thin_section(ctx, card):
     need 25 words, Validation 15)."""
     for name, minimum in MIN_WORDS.items():
         sec = card.sections.get(name)
-        if sec is None or not card.body_text(name).strip():
+        if sec is None:
             continue
         prose = sec.prose()
-        if _AT_LEAST[minimum].match(prose):
-            continue  # the common case, without counting every word
+        if _AT_LEAST[minimum].match(prose) or not sec.text:
+            continue  # enough words (the common case, without counting them all), or an empty section
         words = len(_WORD.findall(_CODE_SPAN.sub(" x ", prose)))
         if words < minimum:
             yield _f(ctx, card, sec.line, "P003", f"'{name}' has {words} words (min {minimum})")
@@ -324,14 +336,14 @@ def _no_stock_phrase(card) -> bool:
     """True only where P008's line loop would find nothing.
 
     Without a fence line in the judgement sections, the loop's prose is every line, so
-    its one scan can run on their text with code spans blanked; on ASCII, substring
-    scans for _STOCK_WORDS rule most cards out before it.
+    its one scan can run on their text with code spans blanked; where lower-casing keeps
+    every match, substring scans for _STOCK_WORDS rule most cards out before it.
     """
     text = card.bodies_text(JUDGEMENT)
     if "```" in text or "~~~" in text:
         return False
     prose = _LINE_CODE_SPAN.sub(" ", text)
-    if prose.isascii():
+    if _lower_keeps_matches(prose):
         low = prose.lower()
         if not any(key in low and any(w in low for w in words) for key, words in _STOCK_WORDS.items()):
             return True
