@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from .yamlio import YamlError, parse_yaml
@@ -68,14 +69,17 @@ class Section:
     def prose(self) -> str:
         """Body without fenced code blocks and headings (computed once: several rules read it)."""
         if self._prose is None:
-            out, fenced = [], False
-            for _, t in self.body:
-                if is_fence(t):
-                    fenced = not fenced
-                    continue
-                if not fenced and not t.startswith("#"):
-                    out.append(t)
-            text = "\n".join(out)
+            text = "\n".join([t for _, t in self.body])
+            # Most sections have no fence and no heading line: then the prose is every line.
+            if "```" in text or "~~~" in text or text.startswith("#") or "\n#" in text:
+                out, fenced = [], False
+                for _, t in self.body:
+                    if is_fence(t):
+                        fenced = not fenced
+                        continue
+                    if not fenced and not t.startswith("#"):
+                        out.append(t)
+                text = "\n".join(out)
             self._prose = (_COMMENT.sub(" ", text) if "<!--" in text else text).strip()
         return self._prose
 
@@ -116,6 +120,42 @@ class Card:
     def cid(self) -> str:
         """`repo/pr`, the id playbook entries and supersession use."""
         return f"{self.path.parent.name}/{self.path.stem}"
+
+    # Text the per-card rules derive from the card, computed once: a dozen rules read each
+    # card in turn, and each rebuilding these cost more than its own test.
+
+    @cached_property
+    def text_lower(self) -> str:
+        """`text.lower()`, for substring pre-checks ahead of case-insensitive patterns."""
+        return self.text.lower()
+
+    @cached_property
+    def _joined(self) -> dict:
+        return {}
+
+    def body_text(self, name: str) -> str | None:
+        """The section's body lines joined by newlines (`Section.text` before its strip), None without it."""
+        joined = self._joined
+        if name not in joined:
+            sec = self.sections.get(name)
+            joined[name] = None if sec is None else "\n".join([t for _, t in sec.body])
+        return joined[name]
+
+    def bodies_text(self, names: tuple[str, ...]) -> str:
+        """Every body line of these sections, in this order, joined by newlines (the lines a rule
+        reading them one by one sees: a missing or empty section adds none)."""
+        joined = self._joined
+        if names not in joined:
+            joined[names] = "\n".join([t for name in names if (sec := self.sections.get(name)) for _, t in sec.body])
+        return joined[names]
+
+    def bodies_lower(self, names: tuple[str, ...]) -> str:
+        """`bodies_text(names).lower()`, computed once."""
+        key = ("lower", names)
+        joined = self._joined
+        if key not in joined:
+            joined[key] = self.bodies_text(names).lower()
+        return joined[key]
 
 
 _META_KEY = re.compile(r"^([A-Za-z_][\w-]*):")

@@ -25,15 +25,74 @@ _PLACEHOLDER_FAST = re.compile(
 # _PLACEHOLDER_FAST taken apart: its literal alternatives as substrings, its two others by
 # regexes that run only when their literal part is there (one alternation regex over every
 # card's whole text costs more than all of these together).
-_FAST_LITERALS = ("todo", "tbd", "fixme", "xxx", "lorem ipsum", "write me", "fill me later", "fill in later", "<fill")
+_FAST_LITERALS = ("todo", "tbd", "fixme", "xxx", "lorem ipsum", "write me")
+_FAST_FILL = ("fill me later", "fill in later", "<fill")  # each contains "fill"
 _FAST_COMMENT = re.compile(r"<!--\s*dossier:")
 _FAST_ELISION = re.compile(r"^\s*\.\.\.\s*$", re.MULTILINE)
 
 
+# The letters beyond ASCII that a case-insensitive pattern takes for ASCII ones (İ ı ſ and
+# the Kelvin sign): where none is, a case-insensitive match of ASCII words shows in the
+# lower-cased text as those words lower-cased.
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def _lower_keeps_matches(text: str) -> bool:
+    return text.isascii() or not any(c in text for c in _FOLDS_TO_ASCII)
+
+
 def _fast_placeholder(low: str) -> bool:
     """Whether `_PLACEHOLDER_FAST.search(low)` would match."""
-    return (any(w in low for w in _FAST_LITERALS) or ("<!--" in low and _FAST_COMMENT.search(low) is not None)
-            or ("..." in low and _FAST_ELISION.search(low) is not None))
+    return _placeholder_words(low) or ("..." in low and _elision_line(low))
+
+
+def _placeholder_words(low: str) -> bool:
+    """`_fast_placeholder` but for its `...` line: a placeholder word or a scaffold comment."""
+    return (any(w in low for w in _FAST_LITERALS) or ("fill" in low and any(w in low for w in _FAST_FILL))
+            or ("<!--" in low and _FAST_COMMENT.search(low) is not None))
+
+
+def _elision_line(text: str) -> bool:
+    r"""Whether `_FAST_ELISION.search(text)` would match: some line is `...` between whitespace.
+
+    A match's `\s*` may run over blank lines, but then the line holding the `...` is such a
+    line too; str.strip strips what `\s` matches. Looking only at each `...` costs far less
+    than the regex trying every line start of a card whose excerpts elide code.
+    """
+    i = text.find("...")
+    while i != -1:
+        start, end = text.rfind("\n", 0, i) + 1, text.find("\n", i + 3)
+        if not text[start:i].strip() and not text[i + 3:len(text) if end == -1 else end].strip():
+            return True
+        i = text.find("...", i + 1)
+    return False
+
+
+def _unfenced(text: str) -> str:
+    """The lines of `text` outside fenced code, fence lines left out, joined by newlines.
+
+    Equal to joining the lines `is_fence` leaves out of a fence as P001's line loop does,
+    from the fence lines alone: a fence line is one whose first non-blank characters open
+    a fence, so each ``` or ~~~ with only whitespace before it on its line starts one.
+    """
+    fences = set()
+    for opener in ("```", "~~~"):
+        i = text.find(opener)
+        while i != -1:
+            start = text.rfind("\n", 0, i) + 1
+            if not text[start:i].strip():
+                fences.add(start)
+            i = text.find(opener, i + 3)
+    out, pos, fenced = [], 0, False
+    for start in sorted(fences):
+        if not fenced and start > pos:
+            out.append(text[pos:start - 1])  # the lines before this fence line
+        fenced = not fenced
+        end = text.find("\n", start)
+        pos = len(text) + 1 if end == -1 else end + 1
+    if not fenced and pos <= len(text):
+        out.append(text[pos:])
+    return "\n".join(out)
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
@@ -61,8 +120,21 @@ def placeholder(ctx, card):
     `dossier new` leaves `<!-- dossier: ... -->` comments and empty sections; a card
     is done when none of them remain. TODO, TBD, FIXME, XXX and lorem ipsum also fire.
     """
-    if not _fast_placeholder(card.text.lower()):
+    low = card.text_lower
+    words = _placeholder_words(low)
+    if not words and not ("..." in low and _elision_line(low)):
         return  # the common case: a few substring scans of the whole card
+    # What follows only skips cards with no finding: a finding is a match within one prose
+    # line, so a match in the prose lines joined by newlines (an excerpt's `...` elision is
+    # what passed the first test). Where lower-casing keeps every match, that match implies
+    # _fast_placeholder's on the prose; its words part can hold only where the whole card
+    # has them (`words`).
+    text = _unfenced(card.text)
+    if (_lower_keeps_matches(text)
+            and not ((words and _placeholder_words(text.lower())) or ("..." in text and _elision_line(text)))):
+        return
+    if not _PLACEHOLDER.found(text):
+        return
     fenced, prose = False, []
     for number, line in enumerate(card.text.split("\n"), start=1):
         if is_fence(line):
@@ -70,10 +142,6 @@ def placeholder(ctx, card):
             continue
         if not fenced:
             prose.append((number, line))
-    # A match within one line is a match in the lines joined by newlines, so one scan of
-    # the prose rules most cards out (an excerpt's `...` elision is what passed the first).
-    if not _PLACEHOLDER.found("\n".join(line for _, line in prose)):
-        return
     for number, line in prose:
         m = _PLACEHOLDER.pattern.search(line)
         if m:
@@ -91,9 +159,24 @@ def motivation_restates_title(ctx, card):
     if sec is None or card.meta is None:
         return
     title_words = set(_content_words(str(card.meta.get("title", ""))))
-    new = [w for w in _content_words(sec.prose()) if w not in title_words]
-    if len(set(new)) < 12:
-        yield _f(ctx, card, sec.line, "P002", "motivation restates the title; say why the PR existed")
+    new = set()
+    for m in _WORD.finditer(sec.prose()):  # stops at the 12th new word: most motivations get there early
+        word = m.group().lower()
+        if word not in _STOP and word not in title_words:
+            new.add(word)
+            if len(new) == 12:
+                return
+    yield _f(ctx, card, sec.line, "P002", "motivation restates the title; say why the PR existed")
+
+
+# "At least n words" in one anchored match, the words being those _WORD finds once code
+# spans are blanked to " x " (which adds none). Every character has one reading: a code
+# span, a backtick that opens none, a non-letter or a letter that ends its run are
+# skipped, and a word runs to the end of its run as findall takes it; so the pattern
+# matches only if there are n words, and cannot backtrack into another count.
+_NOT_A_WORD = r"`[^`]*`|`(?![^`]*`)|[^A-Za-z`]|[A-Za-z](?![A-Za-z0-9_])"
+_A_WORD = r"[A-Za-z][A-Za-z0-9_]+(?![A-Za-z0-9_])"
+_AT_LEAST = {n: re.compile(rf"(?:(?:{_NOT_A_WORD})*{_A_WORD}){{{n}}}") for n in set(MIN_WORDS.values())}
 
 
 @rule("P003", "thin-section")
@@ -102,9 +185,12 @@ def thin_section(ctx, card):
     need 25 words, Validation 15)."""
     for name, minimum in MIN_WORDS.items():
         sec = card.sections.get(name)
-        if sec is None or not sec.text:
+        if sec is None:
             continue
-        words = len(_WORD.findall(_CODE_SPAN.sub(" x ", sec.prose())))
+        prose = sec.prose()
+        if _AT_LEAST[minimum].match(prose) or not sec.text:
+            continue  # enough words (the common case, without counting them all), or an empty section
+        words = len(_WORD.findall(_CODE_SPAN.sub(" x ", prose)))
         if words < minimum:
             yield _f(ctx, card, sec.line, "P003", f"'{name}' has {words} words (min {minimum})")
 
@@ -121,6 +207,34 @@ def _diff_vocabulary(lock: dict) -> set[str]:
     return {v for v in vocab if len(v) > 2}
 
 
+def _names_a_path(lock: dict, text: str) -> bool:
+    """Whether `text` holds a touched file's path, on a lock that `_diff_vocabulary` reads without error.
+
+    Such a path is in the vocabulary, so P004 holds; checking the lock's shape keeps the
+    error P004 reports on a malformed lock. `"".join` fails on any symbol not a string.
+    """
+    files = lock.get("files", [])
+    if type(files) is not list:
+        return False
+    found = False
+    for f in files:
+        if type(f) is not dict or type(f.get("path")) is not str:
+            return False
+        old, symbols = f.get("old_path"), f.get("symbols", [])
+        if (old and type(old) is not str) or type(symbols) is not list:
+            return False
+        try:
+            "".join(symbols)
+        except TypeError:
+            return False
+        if not found:  # the vocabulary's paths: lower-cased, longer than 2, holding a /
+            found = any(len(p) > 2 and "/" in p and p in text for p in (f["path"].lower(), (old or "").lower()))
+    return found
+
+
+_TOKEN = re.compile(r"[a-z0-9_./-]+")
+
+
 @rule("P004", "implementation-names-nothing")
 def implementation_names_nothing(ctx, card):
     """Key implementation names no file, function, class or constant from the diff.
@@ -130,12 +244,13 @@ def implementation_names_nothing(ctx, card):
     """
     sec = card.sections.get("Key implementation")
     lock = ctx.card_lock(card)
-    if sec is None or lock is None or not sec.text:
+    if sec is None or lock is None or not (text := card.body_text("Key implementation").strip()):
         return
+    text = text.lower()
+    if _names_a_path(lock, text):
+        return  # the common case, without building the vocabulary
     vocab = _diff_vocabulary(lock)
-    text = sec.text.lower()
-    tokens = set(re.findall(r"[a-z0-9_./-]+", text))
-    if not (tokens & vocab or any(v in text for v in vocab if "/" in v)):
+    if not (any(v in text for v in vocab if "/" in v) or set(_TOKEN.findall(text)) & vocab):
         yield _f(ctx, card, sec.line, "P004", "implementation names nothing from the diff (no touched file or symbol)")
 
 
@@ -146,6 +261,13 @@ def _any_lane(lanes: frozenset) -> re.Pattern:
     return re.compile(rf"(?<![\w-])(?:{alternatives})(?![\w-])") if lanes else re.compile(r"(?!x)x")
 
 
+def _names_lane(lanes: frozenset, text: str) -> bool:
+    """Whether `_any_lane(lanes)` matches in `text`, searched from the first place a lane's name
+    occurs: no match starts before it, and the lookbehind still sees the text before."""
+    first = min((i for lane in lanes if (i := text.find(lane)) != -1), default=-1)
+    return first != -1 and _any_lane(lanes).search(text, first) is not None
+
+
 @rule("P005", "validation-names-nothing")
 def validation_names_nothing(ctx, card):
     """Validation names no lane, test or command.
@@ -154,16 +276,16 @@ def validation_names_nothing(ctx, card):
     in backticks (`python -m ...`, `pytest ...`, a server flag like `--mm-attention-backend`).
     """
     sec = card.sections.get("Validation")
-    if sec is None or not sec.text:
+    if sec is None or not (text := card.body_text("Validation").strip()):
         return
-    text = sec.text
     lanes = set(ctx.lanes) | set((card.meta or {}).get("lanes") or [])
     if all(isinstance(l, str) for l in lanes):
-        if _any_lane(frozenset(lanes)).search(text):
+        # Any one of the three passes the card: the cheapest and most often true first
+        # (every _TEST_REF alternative holds "test").
+        if _CMD.found(text) or _names_lane(frozenset(lanes), text) or ("test" in text and _TEST_REF.search(text)):
             return
-    elif any(re.search(rf"(?<![\w-]){re.escape(l)}(?![\w-])", text) for l in lanes):
-        return
-    if _TEST_REF.search(text) or _CMD.found(text):
+    elif (any(re.search(rf"(?<![\w-]){re.escape(l)}(?![\w-])", text) for l in lanes)
+          or _TEST_REF.search(text) or _CMD.found(text)):
         return
     yield _f(ctx, card, sec.line, "P005", "validation names no lane, test or command")
 
@@ -183,6 +305,51 @@ _STOCK = Caseless(
 )
 
 
+# What each _STOCK alternative must contain, lower-cased, under a word that all in its
+# group share ("improve" stands for "improves" and "improvements", "no test" for "no
+# tests"): a card with none has no stock phrase, and these scans cost little next to _STOCK's.
+_STOCK_WORDS = {
+    "improve": ("improve",),
+    "optimiz": ("optimiz",),
+    "adds support for": ("adds support for",),
+    "fixes": ("fixes a bug", "fixes the bug", "fixes.", "fixes;"),
+    "performance": ("performance.", "performance;", "performance significantly", "performance a lot"),
+    "title s": ("title s",),
+    "details": ("details",),
+    "refer to the": ("refer to the",),
+    "faster": ("faster.", "faster;"),
+    "usual tests": ("usual tests",),
+    "relevant tests": ("relevant tests",),
+    "standard tests": ("standard tests",),
+    "works": ("it works", "everything works"),
+    "no test": ("no test",),
+    "no new test": ("no new test",),
+    "no unit test": ("no unit test",),
+    "no dedicated test": ("no dedicated test",),
+    "test in the diff": ("test in the diff",),
+}
+# _CODE_SPAN confined to a line: over lines joined by newlines, it blanks what it blanks line by line.
+_LINE_CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+def _no_stock_phrase(card) -> bool:
+    """True only where P008's line loop would find nothing.
+
+    Without a fence line in the judgement sections, the loop's prose is every line, so
+    its one scan can run on their text with code spans blanked; where lower-casing keeps
+    every match, substring scans for _STOCK_WORDS rule most cards out before it.
+    """
+    text = card.bodies_text(JUDGEMENT)
+    if "```" in text or "~~~" in text:
+        return False
+    prose = _LINE_CODE_SPAN.sub(" ", text)
+    if _lower_keeps_matches(prose):
+        low = prose.lower()
+        if not any(key in low and any(w in low for w in words) for key, words in _STOCK_WORDS.items()):
+            return True
+    return not _STOCK.found(prose)
+
+
 @rule("P008", "stock-phrase")
 def stock_phrase(ctx, card):
     """A judgement section uses a stock phrase that would fit any PR.
@@ -192,6 +359,8 @@ def stock_phrase(ctx, card):
     Stock Validation openers ("No test was added", "the diff adds no test, so ...")
     count too: say what does exercise this change, and how.
     """
+    if _no_stock_phrase(card):
+        return
     prose = []
     for name in JUDGEMENT:
         sec = card.sections.get(name)

@@ -15,13 +15,14 @@ from .base import Caseless, Finding, rule
 
 _CHANGE = (r"(?:drop(?! out)|fall(?! back)|go down|decrease|decline|shrink|halve|rise|go up|increase|grow|improve|double"
            r"|speed up|slow down)")
-_PREDICTION = Caseless(
-    r"\bshould\s+(?:\w+\s+){0,3}?" + _CHANGE + r"\w*"
-    r"|\bshould\s+(?:be|get|come out|stay|run|finish)\s+(?:\w+\s+){0,2}?(?:faster|slower|lower|higher|smaller|larger"
-    r"|shorter|longer|cheaper|better|worse)\b"
-    r"|\b(?:roughly|about|around|nearly|almost)\s+(?:double|twice|halve|half|triple)\b"
-    r"|\bexpect(?:ed|s)?\s+(?:a|an|the)?\s*(?:\w+\s+)?(?:drop|gain|speed-?up|improvement|increase|decrease|reduction|win)\b"
-    r"|\bwill\s+(?:be\s+)?(?:faster|slower|lower|higher)\b")
+# The alternatives of _PREDICTION, each opening at a word boundary.
+_SHOULD_CHANGE = r"should\s+(?:\w+\s+){0,3}?" + _CHANGE + r"\w*"
+_SHOULD_COMPARE = (r"should\s+(?:be|get|come out|stay|run|finish)\s+(?:\w+\s+){0,2}?(?:faster|slower|lower|higher|smaller"
+                   r"|larger|shorter|longer|cheaper|better|worse)\b")
+_MULTIPLE = r"(?:roughly|about|around|nearly|almost)\s+(?:double|twice|halve|half|triple)\b"
+_EXPECT = r"expect(?:ed|s)?\s+(?:a|an|the)?\s*(?:\w+\s+)?(?:drop|gain|speed-?up|improvement|increase|decrease|reduction|win)\b"
+_WILL = r"will\s+(?:be\s+)?(?:faster|slower|lower|higher)\b"
+_PREDICTION = Caseless("|".join(rf"\b{a}" for a in (_SHOULD_CHANGE, _SHOULD_COMPARE, _MULTIPLE, _EXPECT, _WILL)))
 # A measured number: digits with a unit of time, rate, size or ratio.
 _NUMBER = Caseless(r"\d(?:[\d,.]*\d)?\s*(?:%|x\b|×|ms\b|µs\b|us\b|s\b|seconds?\b|req/s|tok/s|tokens/s|qps\b|QPS\b"
                      r"|GB\b|GiB\b|MB\b|MiB\b|KB\b|samples/s|fps\b|TFLOP)")
@@ -30,9 +31,36 @@ _SAYS_UNMEASURED = Caseless(r"\b(?:not measured|unmeasured|no (?:measured )?numb
 _RECORD = Caseless(r"references/measurements/|Measured on H200|measured table")
 
 
+def _loose(alternative: str) -> re.Pattern:
+    """An alternative of _PREDICTION for lower-cased prose as it stands: no leading \\b (so
+    the regex engine scans for its first word), each space any run of whitespace."""
+    return re.compile(alternative.lower().replace(" ", r"\s+"))
+
+
+_LOOSE = tuple(map(_loose, (_SHOULD_CHANGE, _SHOULD_COMPARE, _EXPECT, _WILL)))
+_LOOSE_MULTIPLE = _loose(_MULTIPLE)  # opens with no one word: asked only when a multiple is there
+_MULTIPLES = ("double", "twice", "half", "halve", "triple")
+
+
+def _may_predict(prose: str) -> bool:
+    """False only where no sentence of `prose` matches _PREDICTION.
+
+    On ASCII prose a sentence is matched lower-cased, as its words joined by single spaces
+    and cut after a `.`, `!` or `?` (so a lookahead at its end sees the same character in
+    the prose): where it matches, the loose alternatives match in the lower-cased prose.
+    """
+    if not prose.isascii():
+        return True
+    low = prose.lower()
+    return (any(rx.search(low) for rx in _LOOSE)
+            or (any(w in low for w in _MULTIPLES) and _LOOSE_MULTIPLE.search(low) is not None))
+
+
 def unsupported_predictions(prose: str) -> list[str]:
     """The sentences of `prose` that predict an effect with no number and no 'not measured'."""
     out = []
+    if not _may_predict(prose):
+        return out  # most Validation sections: no sentence to split
     for piece in SENTENCE_END.split(prose):
         sentence = " ".join(piece.split())
         if not _PREDICTION.found(sentence):

@@ -25,6 +25,31 @@ _STATUS = re.compile(
 # changes falls back to the case-insensitive pattern, so offsets stay right).
 _STATUS_LOWER = re.compile(_STATUS.pattern.lower())
 _JUDGED = ("Motivation", "Key implementation", "Validation", "Risk")
+# What each _STATUS alternative must contain (lower-cased), under the word that all in
+# its group share: a card whose judgement sections hold none has no finding, and a few
+# substring scans cost far less than the pattern's.
+_STATUS_WORDS = {
+    "description": ("no description", "no pr description", "empty description", "without a description",
+                    "description is empty", "description was empty"),
+    "corpus": ("the corpus", "search corpus", "issues corpus", "corpus ha", "corpus holds"),
+    "thread": ("no thread", "no pr thread", "thread was", "thread is"),
+    "read from the diff": ("read from the diff",),
+}
+
+
+def _no_thread_status(card) -> bool:
+    """True only where P010's section loop would find nothing.
+
+    That loop reads each section's lines joined by spaces, fenced lines blanked (which
+    only adds double spaces, and no word above holds one), lower-cased when that keeps
+    the length: so when the whole text keeps its length, a match needs a word above in
+    the sections' lower-cased lines joined by spaces.
+    """
+    text, low = card.bodies_text(_JUDGED), card.bodies_lower(_JUDGED)
+    if len(low) != len(text):
+        return False
+    spaced = low.replace("\n", " ")
+    return not any(key in spaced and any(w in spaced for w in words) for key, words in _STATUS_WORDS.items())
 
 
 @rule("P010", "thread-status-in-prose")
@@ -34,6 +59,8 @@ def thread_status_in_prose(ctx, card):
     Say what the thread, the issue or the diff shows instead, and record the search in
     the frontmatter: `thread: read`, or `thread: none found (searched YYYY-MM-DD)`.
     """
+    if _no_thread_status(card):
+        return
     for name in _JUDGED:
         section = card.sections.get(name)
         if section is None:
