@@ -3,7 +3,8 @@ sections, their shapes with names blanked, sampled shingles, and the cross-card 
 built from them (which sentence shapes recur, which sections nearly copy another).
 
 `Prose` holds them for one check; `KnowledgeBase.prose` builds it once. Nothing is kept
-on disk: computing a card's prose costs less than reading it back from a JSON cache did.
+on disk: computing a card's prose costs about what reading it back from a JSON cache did,
+and a cold run no longer writes that cache.
 """
 
 from __future__ import annotations
@@ -206,10 +207,11 @@ def near_copies(sections: dict[str, dict[str, set]]) -> dict[tuple[str, str], st
         for number, mine in common.items():
             overlap = Counter(chain.from_iterable(map(postings.__getitem__, mine)))  # each once per list
             size = len(kept[number])
-            for other in sorted(o for o, n in overlap.items() if n >= 2 and o != number):
-                if overlap[other] >= 0.5 * min(size, len(kept[other])):
-                    result[(ids[number], name)] = ids[other]
-                    break
+            # the first card in id order that shares half of the smaller set
+            other = min((o for o, n in overlap.items() if 2 * n >= min(size, len(kept[o])) and o != number),
+                        default=None)
+            if other is not None:
+                result[(ids[number], name)] = ids[other]
     return result
 
 
