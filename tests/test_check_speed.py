@@ -111,7 +111,8 @@ def test_shapes_of_a_section_blanked_at_once_or_part_by_part(monkeypatch):
 
 def test_sentence_split_equals_the_look_behind_split():
     old = re.compile(r"(?<=[.!?;:])\s+")
-    for text in ["One. Two!  Three?\tFour; five: six", "a.b. c", ". . .", ""] + _strings("a .!?;:\t\u00a0\n", longest=20):
+    samples = ["One. Two!  Three?\tFour; five: six", "a.b. c", ". . .", ""]
+    for text in samples + _strings("a .!?;:\t\u00a0\n", longest=20):
         assert _prose._SENTENCE_END.split(text) == old.split(text), repr(text)
 
 
@@ -141,8 +142,9 @@ def _old_paragraphs(section):
 
 
 def test_paragraphs_equal_the_line_by_line_rules():
-    kinds = ["plain prose", "  more prose ", "", "```", " ~~~ x", "`code` first", "~ tilde", "# heading", "<!-- c -->",
-             "<b>", "- item", "-dash", "* star", "*emph*", "1. one", "12. twelve", "123 x", "\u0663 digit", "..5", "\u00a0"]
+    kinds = ["plain prose", "  more prose ", "", "```", " ~~~ x", "`code` first", "~ tilde", "# heading",
+             "<!-- c -->", "<b>", "- item", "-dash", "* star", "*emph*", "1. one", "12. twelve", "123 x",
+             "\u0663 digit", "..5", "\u00a0"]
     rng = random.Random(5)
     for _ in range(3000):
         section = Section("Motivation", 1, [(i, rng.choice(kinds)) for i in range(rng.randint(0, 12))])

@@ -13,7 +13,6 @@ import re
 import zlib
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from functools import cached_property
 from itertools import accumulate, chain, compress, repeat
 from operator import and_, not_
@@ -208,22 +207,24 @@ def near_copies(sections: dict[str, dict[str, set]]) -> dict[tuple[str, str], st
             overlap = Counter(chain.from_iterable(map(postings.__getitem__, mine)))  # each once per list
             size = len(kept[number])
             # the first card in id order that shares half of the smaller set
-            other = min((o for o, n in overlap.items() if 2 * n >= min(size, len(kept[o])) and o != number),
-                        default=None)
+            passing = (o for o, n in overlap.items() if n > 1 and 2 * n >= min(size, len(kept[o])) and o != number)
+            other = min(passing, default=None)
             if other is not None:
                 result[(ids[number], name)] = ids[other]
     return result
 
 
-@dataclass(frozen=True)
 class CardProse:
-    sentences: list[Sentence]
-    shingles: dict[str, set[str]]
+    """One card's sentences, and its sampled shingles per section once asked for (P006
+    alone never needs them)."""
 
-    @classmethod
-    def of(cls, card) -> CardProse:
-        sents, streams = _read(card)
-        return cls(sents, {name: sampled_shingles(words) for name, words in streams.items()})
+    def __init__(self, card):
+        self.sentences, self._words = _read(card)
+
+    @cached_property
+    def shingles(self) -> dict[str, set[str]]:
+        words, self._words = self._words, None  # cut once: the word lists are not needed again
+        return {name: sampled_shingles(w) for name, w in words.items()}
 
 
 class Prose:
@@ -237,7 +238,7 @@ class Prose:
         """Sentences and shingles of one card, computed once per text in this run."""
         hit = self._by_text.get(card.text)
         if hit is None:
-            hit = self._by_text[card.text] = CardProse.of(card)
+            hit = self._by_text[card.text] = CardProse(card)
         return hit
 
     @cached_property
