@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import random
 import re
+import zlib
 
 import pytest
 
 from dossier import _prose
-from dossier.cards import FENCE, is_fence
+from dossier.cards import FENCE, Section, is_fence
 from dossier.rules.base import Caseless
 from dossier.rules.phrases import _PLACEHOLDER_FAST, _fast_placeholder
 
@@ -71,3 +72,89 @@ def test_near_copies_pick_the_first_card_that_shares_half():
     assert found[("sglang/1", "Motivation")] == "sglang/2"
     assert found[("sglang/4", "Motivation")] == "sglang/1"
     assert ("sglang/3", "Motivation") not in found
+
+
+_PROSE_ALPHABET = "aZx _./-`1 #\t,;:()'\u00e9\u0663\u03a3\u00a0\0"
+
+
+def test_blanking_equals_the_blanking_regex():
+    # The plain-prose alternative may only cover text where _BLANKABLE cannot start a match.
+    samples = ["Set `--foo` in mm_utils.py to 3.5x over 12 runs.", "done. 12 more", "a -1 b", "word.x next", "see # 12",
+               "ends with a.", "well-known base-vs.head", "x  \t 7", "e.g. this", "(a) [b] {c}: d!", "\u0391\u03a3 b"]
+    for text in samples + _strings(_PROSE_ALPHABET, longest=24):
+        assert _prose._blanked(text) == _prose._BLANKABLE.sub(" x ", text), repr(text)
+
+
+def _slow_shape(part):
+    return _prose._BLANKABLE.sub(" x ", part).lower()
+
+
+def test_shapes_of_a_section_blanked_at_once_or_part_by_part(monkeypatch):
+    calls = []
+    real = _prose._blanked
+    monkeypatch.setattr(_prose, "_blanked", lambda text: calls.append(text) or real(text))
+    together = ["Set `a` to 3.", "Then `b.py` ran \u03a3.", "No code here at all"]
+    assert _prose._shapes(together) == [_slow_shape(p) for p in together]
+    assert len(calls) == 1  # one pass over the joined parts
+    # A code span cut by the sentence split would run across the NUL; a NUL in a part would
+    # add one: either way each part is blanked on its own.
+    for parts in (["Keep `a.", "b` apart 2."], ["a\0b 1.", "c `d` e"]):
+        calls.clear()
+        assert _prose._shapes(parts) == [_slow_shape(p) for p in parts]
+        assert calls[-len(parts):] == parts
+    rng = random.Random(3)
+    for text in _strings(_PROSE_ALPHABET + "..", count=3000, longest=40):
+        parts = [p for p in text.split(".") if p] or [text]
+        rng.shuffle(parts)
+        assert _prose._shapes(parts) == [_slow_shape(p) for p in parts], repr(parts)
+
+
+def test_sentence_split_equals_the_look_behind_split():
+    old = re.compile(r"(?<=[.!?;:])\s+")
+    samples = ["One. Two!  Three?\tFour; five: six", "a.b. c", ". . .", ""]
+    for text in samples + _strings("a .!?;:\t\u00a0\n", longest=20):
+        assert _prose._SENTENCE_END.split(text) == old.split(text), repr(text)
+
+
+def _old_paragraphs(section):
+    """The paragraph rules read line by line, as before the prose-line shortcut."""
+    fenced, start, buf = False, 0, []
+    for number, line in section.body:
+        stripped = line.strip()
+        if is_fence(line):
+            fenced = not fenced
+            stripped = ""
+        if fenced:
+            continue
+        bullet = stripped[:2] in ("- ", "* ") or stripped[:3].rstrip(".").isdigit()
+        if not stripped or stripped.startswith(("#", "<!--")) or bullet:
+            if buf:
+                yield start, buf
+            buf = []
+            if not stripped or stripped.startswith(("#", "<!--")):
+                continue
+            stripped = stripped[2:] if stripped[:2] in ("- ", "* ") else stripped
+        if not buf:
+            start = number
+        buf.append(stripped)
+    if buf:
+        yield start, buf
+
+
+def test_paragraphs_equal_the_line_by_line_rules():
+    kinds = ["plain prose", "  more prose ", "", "```", " ~~~ x", "`code` first", "~ tilde", "# heading",
+             "<!-- c -->", "<b>", "- item", "-dash", "* star", "*emph*", "1. one", "12. twelve", "123 x",
+             "\u0663 digit", "..5", "\u00a0"]
+    rng = random.Random(5)
+    for _ in range(3000):
+        section = Section("Motivation", 1, [(i, rng.choice(kinds)) for i in range(rng.randint(0, 12))])
+        assert list(_prose.paragraphs(section)) == list(_old_paragraphs(section)), section.body
+
+
+def test_sampled_shingles_equal_the_joined_string_sample():
+    rng = random.Random(9)
+    vocabulary = ["x", "the", "buffer", "gpu", "\u00e9t\u00e9", "\u0663", "a.b", "`"]
+    for _ in range(500):
+        words = [rng.choice(vocabulary) for _ in range(rng.randint(0, 30))]
+        grams = map(" ".join, zip(*(words[i:] for i in range(4))))
+        assert _prose.sampled_shingles(words) == {g for g in grams if not zlib.crc32(g.encode()) & 3}

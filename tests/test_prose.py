@@ -1,11 +1,8 @@
-"""The prose machinery behind P006/P007: sentences, near-copies, and the per-card disk cache."""
+"""The prose machinery behind P006/P007: sentences, shapes, near-copies."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-
-import pytest
 
 from dossier import _prose
 from dossier.cards import parse_card
@@ -49,7 +46,7 @@ def card(tmp_path: Path, pr: int, text: str | None = None):
 
 
 class StandInKB:
-    """What Prose reads from the knowledge base: its root, every card, and card ids."""
+    """What Prose reads from the knowledge base: every card, and card ids."""
 
     def __init__(self, root: Path, cards):
         self.root, self.all_cards = root, cards
@@ -94,35 +91,9 @@ def test_templated_index_and_near_copy_across_cards(tmp_path):
     assert prose.near_copies[("sglang/44", "Key implementation")] == "sglang/42"
 
 
-def test_disk_cache_reuses_unchanged_cards_and_recomputes_edited_ones(tmp_path, monkeypatch):
+def test_prose_is_computed_per_run_and_never_written_to_disk(tmp_path):
     a, b = card(tmp_path, 42), card(tmp_path, 43, CARD.format(pr=43, n="twelve"))
-    first = _prose.Prose(StandInKB(tmp_path, [a, b]))
-    expected = first.near_copies
-    cache_file = tmp_path / ".dossier-cache/prose.json"
-    assert len(json.loads(cache_file.read_text())) == 2
-
-    computed = []
-    real = _prose.sentences
-    monkeypatch.setattr(_prose, "sentences", lambda c: computed.append(c.path.stem) or real(c))
-    again = _prose.Prose(StandInKB(tmp_path, [a, b]))
-    assert again.near_copies == expected and computed == []
-
-    risk = "\n## Risk\n\nA brand new risk sentence nobody else wrote.\n"
-    edited = card(tmp_path, 43, CARD.format(pr=43, n="twelve") + risk)
-    third = _prose.Prose(StandInKB(tmp_path, [a, edited]))
-    assert third.near_copies == expected and computed == ["43"]
-    assert len(json.loads(cache_file.read_text())) == 2  # the old text's entry is dropped
-
-
-@pytest.mark.parametrize("damage", ["garbage", "not-a-map", "wrong-entries"])
-def test_damaged_disk_cache_is_ignored(tmp_path, damage):
-    a, b = card(tmp_path, 42), card(tmp_path, 43, CARD.format(pr=43, n="twelve"))
-    expected = _prose.Prose(StandInKB(tmp_path, [a, b])).near_copies
-    assert expected
-    cache_file = tmp_path / ".dossier-cache/prose.json"
-    keys = json.loads(cache_file.read_text())
-    cache_file.write_text({"garbage": "{not json", "not-a-map": "[1, 2]",
-                           "wrong-entries": json.dumps({k: {"sentences": 1} for k in keys})}[damage])
-    again = _prose.Prose(StandInKB(tmp_path, [a, b]))
-    assert again.near_copies == expected
-    assert again.card(a).sentences == _prose.sentences(a)
+    prose = _prose.Prose(StandInKB(tmp_path, [a, b]))
+    assert prose.near_copies and prose.templated
+    assert prose.card(a) is prose.card(card(tmp_path, 42))  # same text: computed once
+    assert not (tmp_path / ".dossier-cache").exists()

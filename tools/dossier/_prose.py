@@ -2,9 +2,9 @@
 sections, their shapes with names blanked, sampled shingles, and the cross-card views
 built from them (which sentence shapes recur, which sections nearly copy another).
 
-`Prose` holds them for one check; `KnowledgeBase.prose` builds it once. Per-card data
-persists in .dossier-cache/prose.json keyed by the card's text, as ruff caches per-file
-results: an unchanged card costs a lookup.
+`Prose` holds them for one check; `KnowledgeBase.prose` builds it once. Nothing is kept
+on disk: computing a card's prose costs about what reading it back from a JSON cache did,
+and a cold run no longer writes that cache.
 """
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ import re
 import zlib
 from bisect import bisect_right
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
+from itertools import accumulate, chain, compress, repeat
+from operator import and_, not_
 
-from . import cards as _cards_module
 from .cards import is_fence
-from .cache import DiskCache, content_key
 
 JUDGEMENT = ("Motivation", "Key implementation", "Validation", "Risk")
 MIN_SHINGLES = 3  # sampled shingles a section needs before it can be called a copy
@@ -27,7 +25,9 @@ MIN_SENTENCE_WORDS = 6  # words left after blanking for a sentence to count
 SHINGLE_WORDS = 4
 
 _BLANKABLE = re.compile(r"`[^`]*`|#?\s*\b\d[\d.,x%]*\b|\b[\w.-]*[/_.][\w./-]*\b")
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+")
+# Splits where `(?<=[.!?;:])\s+` does; led by `\s`, the regex engine skips to the next
+# whitespace in C instead of trying the look-behind at every character.
+_SENTENCE_END = re.compile(r"\s(?<=[.!?;:]\s)\s*")
 _BLANK = "x"
 
 Sentence = tuple[str, int, str, str]  # (section, line, raw text, normalized shape)
@@ -43,11 +43,31 @@ def normalize_sentence(sentence: str) -> str:
 # without one (a full stop before a space does not count) is its own shape, lower-cased.
 _MAY_BLANK = re.compile(r"[`\d_]|[/.][\w./-]*\w")
 
+# Plain prose where no _BLANKABLE match can start, matched first so the engine crosses it in
+# one step instead of trying _BLANKABLE at every character (which costs most of the time):
+# ASCII letters, hyphens, spaces and punctuation that no alternative starts with, ending on
+# such punctuation, a space not followed by whitespace or a digit, or a full stop not
+# followed by a path character. Inside it, a word ends before a space, that punctuation or
+# that full stop, so the path alternative finds no `/_.` to take (the full stop leaves no
+# word boundary after it); a space is not followed by a number; nothing is a backtick,
+# `#`, digit, `_` or `/`. The text it covers comes back unchanged, as from _BLANKABLE.sub.
+_COLD_PUNCT = r"""!"$%&'()*+,:;<=>?@\[\\\]^{|}~"""
+_COLD = rf"[a-zA-Z\- {_COLD_PUNCT}]*(?:[{_COLD_PUNCT}]| (?![\s\d])|\.(?![\w./-]))"
+_COLD_OR_BLANKABLE = re.compile(rf"({_COLD})|{_BLANKABLE.pattern}")
+_AS_BLANK = {None: f" {_BLANK} "}  # split() gives None for the group of a _BLANKABLE match
+
+
+def _blanked(text: str) -> str:
+    """`_BLANKABLE.sub(" x ", text)`: the split keeps plain prose and what lies between
+    matches, and marks each _BLANKABLE match with None, which becomes " x "."""
+    parts = _COLD_OR_BLANKABLE.split(text)
+    return "".join(map(_AS_BLANK.get, parts, parts))
+
 
 def _shape_words(sentence: str) -> list[str]:
     if _MAY_BLANK.search(sentence) is None:
         return sentence.lower().split()
-    return _BLANKABLE.sub(" x ", sentence).lower().split()
+    return _blanked(sentence).lower().split()
 
 
 def paragraphs(section):
@@ -56,10 +76,21 @@ def paragraphs(section):
     fenced, start, buf = False, 0, []
     for number, line in section.body:
         stripped = line.strip()
-        if is_fence(line):
+        first = stripped[:1]
+        # A fence line starts with ` or ~ once stripped (strip and is_fence's lstrip agree
+        # on the left), so is_fence is asked only about those lines.
+        if first in ("`", "~") and is_fence(line):
             fenced = not fenced
-            stripped = ""
-        if fenced:
+            if fenced:
+                continue
+            stripped = first = ""
+        elif fenced:
+            continue
+        # Most lines are prose that goes on with the paragraph: no marker to look for.
+        if first and first not in "#<-*" and not first.isdigit():
+            if not buf:
+                start = number
+            buf.append(stripped)
             continue
         bullet = stripped[:2] in ("- ", "* ") or stripped[:3].rstrip(".").isdigit()
         if not stripped or stripped.startswith(("#", "<!--")) or bullet:
@@ -76,83 +107,124 @@ def paragraphs(section):
         yield start, buf
 
 
-def sentences(card) -> list[Sentence]:
-    """Every judgement-section sentence with enough words left after blanking."""
-    out = []
+def _shapes(parts: list[str]) -> list[str]:
+    """Each part blanked and lower-cased, as `_shape_words` reads it before splitting.
+
+    The parts are blanked as one text joined by NULs when that gives the same: no part
+    holds a NUL, and no code span runs from one part into the next (it would swallow the
+    NUL between them). A NUL is neither a word character nor whitespace, so `\\b`, the
+    number alternative's `\\s*` and lower() treat it as the end of the text."""
+    if len(parts) > 1:
+        joined = "\0".join(parts)
+        if joined.count("\0") == len(parts) - 1:
+            shapes = _blanked(joined).lower().split("\0")
+            if len(shapes) == len(parts):
+                return shapes
+    return [(_blanked(p) if _MAY_BLANK.search(p) else p).lower() for p in parts]
+
+
+def _read(card) -> tuple[list[Sentence], dict[str, list[str]]]:
+    """Every judgement-section sentence with enough words left after blanking, and per
+    section the words of those sentences in order (what its shingles are cut from)."""
+    out, streams = [], {}
     for name in JUDGEMENT:
         sec = card.sections.get(name)
         if sec is None:
             continue
+        paras = []
         for start, lines in paragraphs(sec):
             text = " ".join(lines)
-            offsets, pos = [], 0  # where each line starts in `text`: line start + i
-            for l in lines:
-                offsets.append(pos)
-                pos += len(l) + 1
+            paras.append((start, lines, text, _SENTENCE_END.split(text)))
+        shapes = iter(_shapes([part for *_, parts in paras for part in parts]))
+        stream: list[str] = []
+        for start, lines, text, parts in paras:
+            offsets = None  # where each line starts in `text`, needed only when it wraps
             cursor = 0
-            for part in _SENTENCE_END.split(text):
-                idx = text.find(part, cursor)
-                cursor = idx + len(part)
-                words = _shape_words(part)
+            for part in parts:
+                words = next(shapes).split()
+                if len(lines) > 1:
+                    idx = text.find(part, cursor)
+                    cursor = idx + len(part)
                 if len(words) - words.count(_BLANK) >= MIN_SENTENCE_WORDS:
-                    line = start + bisect_right(offsets, max(idx, 0)) - 1
+                    line = start
+                    if len(lines) > 1 and idx > 0:
+                        offsets = offsets or [0, *accumulate(len(l) + 1 for l in lines[:-1])]
+                        line += bisect_right(offsets, idx) - 1
                     out.append((name, line, part.strip(), " ".join(words)))
-    return out
+                    stream += words
+        if stream:
+            streams[name] = stream
+    return out, streams
 
 
-def shingles(sents: list[Sentence], k: int = SHINGLE_WORDS) -> dict[str, set[str]]:
-    """k-word shingles per judgement section, from the already-normalized sentences."""
-    words: dict[str, list[str]] = defaultdict(list)
-    for name, _, _, norm in sents:
-        words[name].extend(norm.split())
-    # Keep a deterministic quarter of the shingles (by CRC): overlap ratios survive the
-    # sampling and the inverted index in near_copies shrinks fourfold.
-    out = {}
-    crc = zlib.crc32
-    for name, w in words.items():
-        out[name] = {g for g in map(" ".join, zip(*(w[i:] for i in range(k)))) if not crc(g.encode()) & 3}
-    return out
+def sentences(card) -> list[Sentence]:
+    """Every judgement-section sentence with enough words left after blanking."""
+    return _read(card)[0]
 
 
-def near_copies(sections: dict[str, dict[str, set[str]]]) -> dict[tuple[str, str], str]:
+def sampled_shingles(words: list[str], k: int = SHINGLE_WORDS) -> set[str]:
+    """The section's k-word shingles whose UTF-8 has a CRC-32 of 0 mod 4.
+
+    Keeping a deterministic quarter lets overlap ratios survive while the inverted index
+    in near_copies shrinks fourfold. Each step maps over all shingles in C."""
+    grams = list(map(" ".join, zip(*(words[i:] for i in range(k)))))
+    crcs = map(zlib.crc32, map(str.encode, grams))
+    return set(compress(grams, map(not_, map(and_, crcs, repeat(3)))))
+
+
+def near_copies(sections: dict[str, dict[str, set]]) -> dict[tuple[str, str], str]:
     """(card id, section) -> id of a card whose same section it nearly copies, given
     card id -> section -> shingles: half or more of the smaller shingle set is shared.
 
-    An inverted index from shingle to sections keeps this linear in practice:
-    only sections that share shingles are ever compared.
+    Most shingles belong to one section only, so the inverted index keeps just those
+    two or more hold, and only sections that share some are ever compared. Cards are
+    numbered in id order: the numbers count and sort like the ids, and hash faster.
     """
-    kept = {}
-    postings: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))  # section -> shingle -> ids
-    for cid, per_section in sections.items():
-        for name, sh in per_section.items():
+    ids = sorted(sections)
+    by_name: dict[str, dict[int, set]] = defaultdict(dict)  # section -> card number -> shingles
+    for number, cid in enumerate(ids):
+        for name, sh in sections[cid].items():
             if len(sh) >= MIN_SHINGLES:
-                kept[(cid, name)] = sh
-                by_shingle = postings[name]
-                for s in sh:
-                    by_shingle[s].append(cid)
+                by_name[name][number] = sh
     result = {}
-    chain = __import__("itertools").chain.from_iterable
-    for (cid, name), sh in kept.items():
-        overlap = Counter(chain(map(postings[name].__getitem__, sh)))  # each id is once per shingle list
-        # a pass needs n >= 0.5 * min(sizes) >= 0.5 * MIN_SHINGLES, so n == 1 never passes
-        for other in sorted(o for o, n in overlap.items() if n >= 2 and o != cid):
-            if overlap[other] >= 0.5 * min(len(sh), len(kept[(other, name)])):
-                result[(cid, name)] = other
-                break
+    for name, kept in by_name.items():
+        seen: set = set()
+        shared: set = set()  # shingles two or more of these sections hold
+        for sh in kept.values():
+            shared |= sh & seen
+            seen |= sh
+        postings: dict = defaultdict(list)  # shared shingle -> numbers of the sections holding it
+        common = {}
+        for number, sh in kept.items():
+            mine = sh & shared
+            # a pass needs n >= 0.5 * min(sizes) >= 0.5 * MIN_SHINGLES, so n == 1 never
+            # passes: a section sharing one shingle is neither a copy nor the original
+            if len(mine) >= 2:
+                common[number] = mine
+                for s in mine:
+                    postings[s].append(number)
+        for number, mine in common.items():
+            overlap = Counter(chain.from_iterable(map(postings.__getitem__, mine)))  # each once per list
+            size = len(kept[number])
+            # the first card in id order that shares half of the smaller set
+            passing = (o for o, n in overlap.items() if n > 1 and 2 * n >= min(size, len(kept[o])) and o != number)
+            other = min(passing, default=None)
+            if other is not None:
+                result[(ids[number], name)] = ids[other]
     return result
 
 
-@dataclass(frozen=True)
 class CardProse:
-    sentences: list[Sentence]
-    shingles: dict[str, set[str]]
+    """One card's sentences, and its sampled shingles per section once asked for (P006
+    alone never needs them)."""
 
-    def to_json(self) -> dict:
-        return {"sentences": self.sentences, "shingles": {k: sorted(v) for k, v in self.shingles.items()}}
+    def __init__(self, card):
+        self.sentences, self._words = _read(card)
 
-    @classmethod
-    def from_json(cls, data) -> CardProse:
-        return cls([tuple(s) for s in data["sentences"]], {k: set(v) for k, v in data["shingles"].items()})
+    @cached_property
+    def shingles(self) -> dict[str, set[str]]:
+        words, self._words = self._words, None  # cut once: the word lists are not needed again
+        return {name: sampled_shingles(w) for name, w in words.items()}
 
 
 class Prose:
@@ -160,40 +232,19 @@ class Prose:
 
     def __init__(self, kb):
         self._kb = kb
-        self._disk = DiskCache(kb.root, "prose")
         self._by_text: dict[str, CardProse] = {}
-        self._used: set[str] = set()
-
-    @cached_property
-    def _salt(self) -> str:
-        # The cached data depends on this module and on how cards split into sections.
-        return content_key("prose", Path(__file__), Path(_cards_module.__file__))
 
     def card(self, card) -> CardProse:
-        """Sentences and shingles of one card: from this run, the disk cache, or computed."""
+        """Sentences and shingles of one card, computed once per text in this run."""
         hit = self._by_text.get(card.text)
-        if hit is not None:
-            return hit
-        key = content_key(self._salt, card.text)
-        self._used.add(key)
-        stored = self._disk.get(key)
-        try:
-            hit = CardProse.from_json(stored) if stored is not None else None
-        except (KeyError, TypeError, AttributeError):
-            hit = None  # an entry in an older or damaged layout: compute it again
         if hit is None:
-            sents = sentences(card)
-            hit = CardProse(sents, shingles(sents))
-            self._disk.put(key, hit.to_json())
-        self._by_text[card.text] = hit
+            hit = self._by_text[card.text] = CardProse(card)
         return hit
 
     @cached_property
     def _all(self) -> dict[str, CardProse]:
-        """Card id -> prose of every card in the tree; saves the disk cache once it is complete."""
-        out = {self._kb.card_id(c): self.card(c) for c in self._kb.all_cards}
-        self._disk.save(keep=self._used)
-        return out
+        """Card id -> prose of every card in the tree."""
+        return {self._kb.card_id(c): self.card(c) for c in self._kb.all_cards}
 
     @cached_property
     def templated(self) -> dict[str, set[str]]:

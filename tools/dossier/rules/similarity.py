@@ -20,8 +20,10 @@ def templated_sentence(ctx, card):
     index = ctx.prose.templated
     me = ctx.card_id(card)
     for _, number, raw, norm in ctx.prose.card(card).sentences:
-        others = sorted(index.get(norm, set()) - {me})
-        if others:
+        ids = index.get(norm, ())
+        # Most shapes belong to this card alone: no set to subtract, nothing to sort.
+        if len(ids) > 1 or ids and me not in ids:
+            others = sorted(ids - {me})
             yield Finding(ctx.rel(card.path), number, 1, "P006",
                           f"templated sentence also in {', '.join(others[:3])}: {raw[:60]!r}")
 
