@@ -11,6 +11,7 @@ import re
 import pytest
 
 from dossier import measurements as ms
+from dossier.measurement_blocks import card_blocks
 from dossier.build import inputs_digest
 from dossier.config import load_config
 from dossier.kb import KnowledgeBase
@@ -79,8 +80,8 @@ def test_loaded_cards_give_the_blocks_and_digest_that_reading_them_gives(mkb):  
     loaded, unreadable = ctx.all_loaded
     assert {p.name for p, _ in unreadable} == {"43.md", "44.md"}
     known = [(c.path, c.text) for c in loaded] + [(p, None) for p, _ in unreadable]
-    blocks = ms.card_blocks(mkb, known, ctx.measurement_records)
-    assert blocks == ms.card_blocks(mkb) and list(blocks) == list(ms.card_blocks(mkb))
+    blocks = card_blocks(mkb, known, ctx.measurement_records)
+    assert blocks == card_blocks(mkb) and list(blocks) == list(card_blocks(mkb))
     assert {p.name for p in blocks} == {"42.md", "43.md"}
     assert inputs_digest(ctx, {c.path: c.text for c in loaded}) == inputs_digest(ctx)
 

@@ -174,7 +174,7 @@ def stale_outputs(ctx: KnowledgeBase) -> list[tuple[str, str | None, str]]:
 
 def build(ctx: KnowledgeBase) -> list[Path]:
     from .check import require_readable_inputs
-    from .measurements import write_card_blocks
+    from .measurement_blocks import write_card_blocks
 
     require_readable_inputs(ctx, "build stopped, nothing written")
     written = write_card_blocks(ctx.root)  # cards first: the generated indexes read them

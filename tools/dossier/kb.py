@@ -13,6 +13,7 @@ from .config import Config
 from .errors import DossierError
 from .evidence import load_lock, parse_lock
 from .fsio import MAX_READ_BYTES, read_text, refuse_outside
+from .lane_queries import LaneQueries
 
 TREES_DIR = "references/trees"
 
@@ -30,7 +31,7 @@ def _lstat(path: Path) -> os.stat_result | None:
 
 
 @dataclass
-class KnowledgeBase:
+class KnowledgeBase(LaneQueries):
     config: Config
     card_paths: list[Path] | None = None  # None: every card
     sources: dict[str, str] = field(default_factory=dict)  # repo -> clone path for --source
@@ -234,46 +235,6 @@ class KnowledgeBase:
     # --- the hand-written inputs beside the cards ------------------------------------
 
     @cached_property
-    def lane_registry(self):
-        """playbook/lanes.yaml as read: (line, entry) pairs, or the problem that stopped it."""
-        from .lanes import read_registry
-
-        return read_registry(self.root)
-
-    @cached_property
-    def lanes(self) -> dict[str, dict]:
-        """Registered lanes by id; an unusable registry yields none (rule L010 reports it)."""
-        if self.lane_registry.problem:
-            return {}
-        return {l["id"]: l for _, l in self.lane_registry.entries if isinstance(l, dict) and "id" in l}
-
-    def lane_verdicts(self, lanes: list[dict]) -> dict[str, tuple[bool, str]]:
-        """Each lane's `--dry-run` verdict (cached on disk by the content of its inputs)."""
-        from .lanes import dry_run_all
-
-        return dry_run_all(self.root, lanes, self.lane_interpreter)
-
-    @cached_property
-    def lane_interpreter(self):
-        """The one subprocess that probes the lane scripts for this knowledge base (started on
-        first use; stopped when this object goes or on `close_lane_interpreter`)."""
-        from .lane_interpreter import LaneInterpreter
-
-        return LaneInterpreter(self.root)
-
-    def start_lane_interpreter_if_cold(self) -> None:
-        """Start the lane subprocess now when the lane scripts' options are not cached (a cold
-        run, or the lanes changed): its imports then overlap reading the cards."""
-        from .lane_options import options_cached
-
-        if not options_cached(self.root):
-            self.lane_interpreter.start()
-
-    def close_lane_interpreter(self) -> None:
-        if "lane_interpreter" in self.__dict__:
-            self.lane_interpreter.close()
-
-    @cached_property
     def playbook(self):
         """Every playbook entry (with lines) and the problems found reading them."""
         from . import playbook
@@ -361,25 +322,6 @@ class KnowledgeBase:
         from .build import stale_outputs
 
         return stale_outputs(self)
-
-    @cached_property
-    def lane_options(self) -> dict[str, dict]:
-        """Each lane script's options as its own parser defines them (dossier.lane_options)."""
-        from .lane_options import lane_options
-
-        return lane_options(self.root, self.lane_interpreter)
-
-    @cached_property
-    def lane_command_verdicts(self) -> dict[str, str | None]:
-        """The `--dry-run` verdict of every lane command the cards' Validation and the playbook's
-        `measure` give (dossier.lane_options), computed in one batch."""
-        from .lane_options import command_verdicts, lane_invocations
-
-        texts = [c.sections["Validation"].text for c in self.cards if "Validation" in c.sections]
-        texts += [f"`{e['measure']}`" for e in self.playbook.entries if isinstance(e.get("measure"), str)]
-        commands = [(script, args) for t in texts for _, script, args in lane_invocations(t)
-                    if script in self.lane_options and "options" in self.lane_options[script]]
-        return command_verdicts(self.root, commands, self.lane_interpreter)
 
     @cached_property
     def pinned_paths(self) -> dict[str, set[str]]:

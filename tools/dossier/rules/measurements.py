@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from .. import measurements as ms
+from ..measurement_blocks import card_blocks
 from ..cards import is_fence
 from ..errors import DossierError
 from .base import Finding, rule
@@ -73,7 +74,7 @@ def measurement_not_shown(ctx):
     """
     cards, unreadable = ctx.all_loaded  # read already: card_blocks reads only what could not be loaded
     known = [(card.path, card.text) for card in cards] + [(path, None) for path, _ in unreadable]
-    for path, expected in ms.card_blocks(ctx.root, known, ctx.measurement_records).items():
+    for path, expected in card_blocks(ctx.root, known, ctx.measurement_records).items():
         if ctx.card_paths is not None and path not in ctx.card_paths:
             continue
         current = path.read_text(encoding="utf-8").split("\n")
