@@ -86,9 +86,10 @@ def lane_script_missing(ctx):
 def lane_dry_run_fails(ctx):
     """A lane script fails `--dry-run`, or the server command it prints is not the registry's `server.cmd` (`engine`).
 
-    `dossier check` runs `script --dry-run <args> --model <model>` for each lane, in
-    parallel, and caches the verdict in `.dossier-cache/` by the hash of the entry and
-    the lane scripts. Run `dossier lanes show ID` to see the exact command.
+    `dossier check` runs `script --dry-run <args> --model <model>` for each lane, all in
+    one lane subprocess that imports the lane scripts once (a process per lane only when
+    that one breaks), and caches the verdict in `.dossier-cache/` by the hash of the entry
+    and the lane scripts. Run `dossier lanes show ID` to see the exact command.
     """
     entries, _ = _entries(ctx)
     ready, seen = [], set()
