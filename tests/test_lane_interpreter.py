@@ -73,3 +73,45 @@ def test_threads_share_one_interpreter_and_each_gets_its_own_answer(tmp_path):
     finally:
         interp.close()
     assert got == {i: [[0, f"{i}\n", ""]] for i in range(6)}
+
+
+def test_the_pinned_terminal_size_is_the_one_a_piped_child_finds_anyway():
+    import os
+    import subprocess
+    import sys
+
+    from dossier.lane_interpreter import child_env
+
+    ask = [sys.executable, "-c", "import shutil; print(tuple(shutil.get_terminal_size()))"]
+    base = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    for extra in ({}, {"COLUMNS": "132"}, {"LINES": "50"}, {"COLUMNS": "120", "LINES": "40"},
+                  {"COLUMNS": "0", "LINES": "-3"}, {"COLUMNS": "wide", "LINES": ""}, {"COLUMNS": " 90 "}):
+        environ = {**base, **extra}
+        as_is = subprocess.run(ask, env=environ, capture_output=True, text=True, check=True).stdout
+        pinned = subprocess.run(ask, env=child_env(environ), capture_output=True, text=True, check=True).stdout
+        assert pinned == as_is, extra
+        assert child_env(environ)["COLUMNS"].isdigit() and child_env(environ)["LINES"].isdigit()
+
+
+def test_a_script_runs_once_for_its_options_and_all_its_dry_runs(tmp_path):
+    folder = tmp_path / "playbook" / "lanes"
+    folder.mkdir(parents=True)
+    runs = tmp_path / "runs.txt"
+    (folder / "_lane.py").write_text("class Lane:\n    pass\n")
+    (folder / "_runner.py").write_text(
+        "import argparse\n\ndef build_parser(lane):\n    p = argparse.ArgumentParser()\n"
+        "    p.add_argument('--dry-run', action='store_true')\n    return p\n")
+    (folder / "one.py").write_text(
+        f"import sys\nopen({str(runs)!r}, 'a').write('loaded\\n')\nfrom _lane import Lane\nfrom _runner import build_parser\n"
+        "class One(Lane):\n    pass\n"
+        "def main(lane, argv=None):\n    build_parser(lane).parse_args(argv)\n    print('dry', argv)\n    return 0\n"
+        "if __name__ == '__main__':\n    sys.exit(main(One()))\n")
+    script = str(folder / "one.py")
+    interp = LaneInterpreter(tmp_path)
+    try:
+        assert interp.call("options", str(folder), timeout=30)["one.py"]["options"]["--dry-run"]["takes_value"] is False
+        assert interp.call("dry_runs", [[script, ["--dry-run"]], [script, []]], timeout=30) == [
+            [0, "dry ['--dry-run']\n", ""], [0, "dry []\n", ""]]
+    finally:
+        interp.close()
+    assert runs.read_text() == "loaded\n"

@@ -43,20 +43,29 @@ _SERVER = LANE_CLASS + r"""
 import contextlib, io, json, os, runpy, sys
 MARK = sys.argv[1]
 base_path = list(sys.path)
-loaded, current = {}, None  # scripts of the current folder, loaded once (not as __main__)
+# The scripts of the current folder, each run once (not as __main__) for both the option probe
+# and the dry-runs: path -> its namespace, and path -> (main, Lane class) or None.
+RUN_NAME = "lane_script"
+namespaces, loaded, current = {}, {}, None
 
 def enter(folder):
     # The folder's helper modules stay loaded between requests of one folder (a dry-run then
     # costs ~2 ms, not the ~60 ms of re-importing them) and are dropped for another folder,
     # whose helpers of the same name must not be served from this one.
-    global loaded, current
+    global namespaces, loaded, current
     if folder == current:
         return
     for name, mod in list(sys.modules.items()):
         if current and os.path.dirname(os.path.abspath(getattr(mod, "__file__", None) or "/")) == current:
             del sys.modules[name]
     sys.path[:] = base_path
-    loaded, current = {}, folder
+    namespaces, loaded, current = {}, {}, folder
+
+def load(script):
+    # A script that failed to load is not kept: the next request tries it again and fails alike.
+    if script not in namespaces:
+        namespaces[script] = runpy.run_path(script, run_name=RUN_NAME)
+    return namespaces[script]
 
 def options(folder):
     # Imports each lane (run_name other than __main__, so main() does not run), finds the Lane
@@ -70,8 +79,7 @@ def options(folder):
         if not name.endswith(".py") or name.startswith("_"):
             continue
         try:
-            ns = runpy.run_path(os.path.join(folder, name), run_name="lane_probe")
-            lane = lane_class(ns, "lane_probe")()
+            lane = lane_class(load(os.path.join(folder, name)), RUN_NAME)()
             parser = _runner.build_parser(lane)
         except Exception as exc:  # a broken lane is L011's business; say why and go on
             out[name] = {"error": f"{type(exc).__name__}: {exc}"}
@@ -88,8 +96,8 @@ def options(folder):
 
 def entry(script):
     if script not in loaded:
-        ns = runpy.run_path(script, run_name="lane_batch")
-        cls = lane_class(ns, "lane_batch")
+        ns = load(script)
+        cls = lane_class(ns, RUN_NAME)
         loaded[script] = (ns["main"], cls) if cls is not None and callable(ns.get("main")) else None
     return loaded[script]
 
@@ -151,7 +159,7 @@ class LaneInterpreter:
             self._mark = f"\x1edossier-{secrets.token_hex(8)}\x1e"
             self._proc = subprocess.Popen([sys.executable, "-c", _SERVER, self._mark], cwd=self.root,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                          stderr=subprocess.DEVNULL)
+                                          stderr=subprocess.DEVNULL, env=child_env(os.environ))
             self._finalizer = weakref.finalize(self, _stop, self._proc)
         return self._proc
 
@@ -177,6 +185,22 @@ class LaneInterpreter:
             if self._proc is not None:
                 _stop(self._proc)
                 self._proc = None
+
+
+def child_env(environ) -> dict:
+    """`environ` with COLUMNS and LINES set to the terminal size the interpreter finds anyway:
+    its stdout is a pipe, so `shutil.get_terminal_size` gives them when they are positive
+    numbers and 80x24 otherwise. Every `add_argument` of a lane parser asks for that size
+    (argparse makes a help formatter to check the metavar), and with both set it is an
+    environment read instead of a failing terminal query (a third of a dry-run's time)."""
+    env = dict(environ)
+    for name, fallback in (("COLUMNS", 80), ("LINES", 24)):
+        try:
+            value = int(env.get(name, ""))
+        except ValueError:
+            value = 0
+        env[name] = str(value if value > 0 else fallback)
+    return env
 
 
 def _read_answer(proc: subprocess.Popen, mark: bytes, timeout: float) -> bytes | None:
