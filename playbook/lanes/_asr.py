@@ -9,7 +9,6 @@ from --media-dir (NAME.txt beside each file is its transcript) or --audio/--refe
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 from _audio import Speech, silence, synthesize, synthesizer, wav_bytes
 from _client import TRANSCRIPTIONS, http, multipart
@@ -87,6 +86,8 @@ class AsrLane(Lane):
             raise LaneError(NO_SPEECH)
         self.spoken: dict[str, bytes] = {}
         slots = sorted({slot(args, i) for i in range(-args.warmup, args.requests)})
+        from concurrent.futures import ThreadPoolExecutor  # only when clips are spoken, not on a --dry-run
+
         with ThreadPoolExecutor(max_workers=4) as pool:  # espeak-ng runs are separate processes
             for media_slot, clip in zip(slots, pool.map(lambda s: self._generate(args, s), slots)):
                 self.clips[media_slot] = clip

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 import os
 import struct
-import subprocess
-import tempfile
 from dataclasses import dataclass
 
 from _lane import LaneError
@@ -107,6 +105,9 @@ def synthesizer() -> str | None:
 
 def synthesize(tool: str, text: str, rate: int = 16000) -> bytes:
     """16-bit mono PCM at `rate` of `text` spoken by espeak(-ng); LaneError when it fails."""
+    import subprocess  # here, like which() above: a --dry-run synthesizes nothing
+    import tempfile
+
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "s.wav")
         res = subprocess.run([tool, "-v", "en-us", "-s", "150", "-w", out, text], capture_output=True)

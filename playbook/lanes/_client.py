@@ -1,13 +1,14 @@
-"""Requests to the server under test: HTTP with one-line errors, SSE streams, multipart uploads, chat."""
+"""Requests to the server under test: HTTP with one-line errors, SSE streams, multipart uploads, chat.
+
+urllib and http.client are imported by `http`, which sends: the lanes import this module for
+`chat_call` too, and building requests (a --dry-run) needs neither.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import time
-import urllib.error
-import urllib.request
-from http.client import HTTPException
 
 from _lane import Call, LaneError
 
@@ -16,7 +17,8 @@ def _path(url: str) -> str:
     return "/" + url.split("://", 1)[-1].split("/", 1)[-1]
 
 
-def _error_text(exc: urllib.error.HTTPError) -> str:
+def _error_text(exc) -> str:
+    """One line for a urllib.error.HTTPError: its status and the start of its body."""
     try:
         body = exc.read().decode("utf-8", "replace")
     except Exception:  # noqa: BLE001 - best effort detail
@@ -27,6 +29,10 @@ def _error_text(exc: urllib.error.HTTPError) -> str:
 
 def http(method: str, url: str, body: bytes | None = None, headers: dict | None = None, timeout: float = 600):
     """Open a request; HTTP and connection errors become LaneError naming the endpoint."""
+    import urllib.error
+    import urllib.request
+    from http.client import HTTPException
+
     req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
         return urllib.request.urlopen(req, timeout=timeout)

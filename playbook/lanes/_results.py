@@ -6,8 +6,6 @@ import json
 import math
 import re
 import os
-import statistics
-import tempfile
 import time
 from dataclasses import asdict
 
@@ -40,6 +38,8 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def summarize(samples: list[Sample], wall: float, wer: float | None = None) -> dict:
+    import statistics  # here, not at the top: lanes import pct for their dry-runs too
+
     lat = [s.latency for s in samples]
     out = {
         "requests": len(samples),
@@ -98,6 +98,8 @@ def write_result(args, lane, status: str, summary: dict, samples: list[Sample], 
         "summary": summary, "samples": [asdict(s) for s in samples],
         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    import tempfile
+
     folder = os.path.dirname(os.path.abspath(args.output))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".result.", suffix=".tmp")

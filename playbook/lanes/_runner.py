@@ -1,6 +1,10 @@
 """The command line every lane shares: --dry-run, --launch, --server-url, the measured run, --compare.
 
 A lane script subclasses `_lane.Lane` and ends with `sys.exit(main(MyLane()))`.
+
+What only a measured run needs (HTTP, threads, temp folders, provenance, the result file) is
+imported where it is used: a --dry-run or a parser build (what `dossier check` asks of every
+lane, many times) then imports none of it.
 """
 
 from __future__ import annotations
@@ -11,15 +15,9 @@ import os
 import shlex
 import signal
 import sys
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
-from http.client import HTTPException
 
 from _lane import Lane, LaneError, LaneSkip, Sample
-from _provenance import MemorySampler, gpu_info, lane_commit, server_info
-from _results import compare_table, print_table, summarize, write_result
-from _server import InProcessEngine, Launched, wait_healthy
 from _workload import add_arguments as add_workload_arguments
 
 EXIT_FAIL, EXIT_ERROR = 1, 2
@@ -100,8 +98,11 @@ def _fail(lane: Lane, msg: str, code: int) -> int:
     return code
 
 
-def run_requests(lane: Lane, args, base: str, sampler: MemorySampler | None = None) -> tuple[list[Sample], float]:
-    """Warm-up requests one by one, then the measured ones at --concurrency; (samples, wall seconds)."""
+def run_requests(lane: Lane, args, base: str, sampler=None) -> tuple[list[Sample], float]:
+    """Warm-up requests one by one, then the measured ones at --concurrency; (samples, wall seconds).
+    `sampler`: a started-here _provenance.MemorySampler, or None."""
+    from concurrent.futures import ThreadPoolExecutor
+
     for i in range(args.warmup):
         lane.send(args, base, -1 - i)
     if sampler is not None:
@@ -116,6 +117,8 @@ def run_requests(lane: Lane, args, base: str, sampler: MemorySampler | None = No
 
 
 def _compare(lane: Lane, paths: list[str]) -> int:
+    from _results import compare_table
+
     results = []
     for path in paths:
         try:
@@ -157,6 +160,8 @@ def server_command(args, argv_server: list[str] | None, env: dict, engine: dict 
 
 def what_ran(args, base: str, argv_server, env: dict, engine: dict | None) -> dict:
     """GPU, server version and commit, server command and lane commit, for the result file."""
+    from _provenance import gpu_info, lane_commit, server_info
+
     if engine is not None:
         try:
             import sglang
@@ -171,6 +176,13 @@ def what_ran(args, base: str, argv_server, env: dict, engine: dict | None) -> di
 
 
 def _measure(lane: Lane, args, argv_server: list[str] | None, env: dict, engine: dict | None) -> int:
+    import tempfile
+    from http.client import HTTPException
+
+    from _provenance import MemorySampler
+    from _results import print_table, summarize, write_result
+    from _server import InProcessEngine, Launched, wait_healthy
+
     base = (args.server_url or f"http://127.0.0.1:{args.port}").rstrip("/")
     server = None
     sampler = MemorySampler() if args.gpu_memory else None
