@@ -9,7 +9,9 @@ Strict where PyYAML is lenient: a duplicate key is an error naming both lines (n
 hundred bytes expands to gigabytes), and a document over MAX_YAML_BYTES is refused.
 
 A document of one-line `key: value` entries (a card's frontmatter) is built directly,
-to the same values, lines and spans; anything else goes through libyaml (`_load_simple`).
+to the same values, lines and spans (`_load_simple`); any other document of plain
+mappings, lists and scalars is built by walking libyaml's node tree (`_load_nodes`);
+anything else (aliases, tags, duplicate keys, errors) goes through PyYAML's constructor.
 """
 
 from __future__ import annotations
@@ -234,6 +236,81 @@ def _load_simple(text: str, first_line: int) -> LinedMap | None:
     return out
 
 
+# --- The node walk: any other document of plain mappings, lists and scalars -------------
+# libyaml composes the node tree in C; PyYAML's Python constructor then walks it through
+# construct_object's bookkeeping (~60 ms for the playbook, lanes, radar and exclusions at
+# 700 cards). `_load_nodes` walks the same tree itself, building what `_map`, `_seq` and
+# the scalar constructors build, and answers None for anything it is not sure of (a node
+# reached twice, i.e. an alias; a tag other than the core ones; a key that is no scalar or
+# repeats; any error), which then takes the full path, so its error and result stand.
+
+_MAP_TAG = yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG
+_SEQ_TAG = yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG
+# Scalar tags whose SafeConstructor functions keep no state (str is the node's value itself);
+# merge keys (<<) and every other tag are left to the full path.
+_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "binary", "timestamp"))
+_ScalarNode, _MappingNode, _SequenceNode = yaml.ScalarNode, yaml.MappingNode, yaml.SequenceNode
+
+
+class _Unsure(Exception):
+    """The node walk met something only the full path builds (or reports) exactly."""
+
+
+def _load_nodes(text: str, first_line: int):
+    """What `yaml.load` with the full path's loader builds, walked from libyaml's node tree; or None."""
+    loader = _BaseLoader(text)
+    try:
+        root = loader.get_single_node()
+    except Exception:  # noqa: BLE001 - a syntax or reader error: the full path raises it as it always has
+        return None
+    finally:
+        loader.dispose()
+    if root is None:
+        return None  # an empty document (rare): the full path's None
+    seen: set[int] = set()  # id of every node built: a node met again came through an alias
+    constructors = _LinedLoader.yaml_constructors
+
+    def build(node):
+        if id(node) in seen:
+            raise _Unsure
+        seen.add(id(node))
+        cls, tag = type(node), node.tag
+        if cls is _ScalarNode:
+            if tag == _STR_TAG:
+                return node.value
+            if tag in _SCALAR_TAGS:
+                return constructors[tag](_CONSTRUCTOR, node)
+            raise _Unsure
+        if cls is _MappingNode and tag == _MAP_TAG:
+            out = LinedMap()
+            out.line = node.start_mark.line + first_line
+            key_lines, item_lines, spans = out.key_lines, out.item_lines, out.spans = {}, {}, {}
+            for key_node, value_node in node.value:
+                if type(key_node) is not _ScalarNode:
+                    raise _Unsure
+                key = build(key_node)
+                if key in key_lines:
+                    raise _Unsure  # a duplicate key: the full path names both lines
+                out[key] = build(value_node)
+                key_mark = key_node.start_mark
+                key_lines[key] = key_mark.line + first_line
+                spans[key] = (value_node.start_mark.index, value_node.end_mark.index, key_mark.column)
+                if type(value_node) is _SequenceNode:
+                    item_lines[key] = [child.start_mark.line + first_line for child in value_node.value]
+            return out
+        if cls is _SequenceNode and tag == _SEQ_TAG:
+            out = LinedList([build(child) for child in node.value])
+            out.line = node.start_mark.line + first_line
+            out.item_lines = [child.start_mark.line + first_line for child in node.value]
+            return out
+        raise _Unsure
+
+    try:
+        return build(root)
+    except Exception:  # noqa: BLE001 - _Unsure, or a value its constructor refuses: the full path decides
+        return None
+
+
 _LOADERS: dict[int, type] = {1: _LinedLoader}
 # Dumping what was read (`dossier lanes show`, site pages) must not need a plain-dict copy first.
 yaml.SafeDumper.add_representer(LinedMap, yaml.representer.SafeRepresenter.represent_dict)
@@ -252,9 +329,11 @@ def parse_yaml(text: str, source: str = "<yaml>", first_line: int = 1):
     """Parse one YAML document; `first_line` is the file line the text starts on."""
     if len(text) > MAX_YAML_BYTES:
         raise YamlError(source, first_line, 1, f"{len(text):,} characters; the cap is {MAX_YAML_BYTES:,}")
-    simple = _load_simple(text, first_line)
-    if simple is not None:
-        return simple
+    built = _load_simple(text, first_line)
+    if built is None:
+        built = _load_nodes(text, first_line)
+    if built is not None:
+        return built
     try:
         return yaml.load(text, Loader=_loader(first_line))  # noqa: S506 - a SafeLoader subclass
     except yaml.reader.ReaderError as exc:  # a NUL or other control character: it has an offset, not a mark
