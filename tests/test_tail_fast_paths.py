@@ -38,6 +38,34 @@ def test_lane_finder_agrees_with_the_lane_pattern(lanes):
         assert find(text) == set(pattern.findall(text)), text
 
 
+VALIDATIONS = [
+    "Run vl-video. It cannot run asr-offline! Then (vl-video-processor) and `asr-offline`? Yes.",
+    "vl-video.  Asr-offline predates the lane. Not vl-videos, xvl-video or vl-video_x; before the lane vl-video.",
+    "First paragraph, no lane.\n\n- vl-video runs here\n- asr-offline does not apply\n\n```\nrun vl-video\n```",
+    "e.g. asr-offline. A vl-video.B vl-video! (vl-video) n/a for asr-offline",
+    "", "nothing here at all. None.",
+]
+
+
+@pytest.mark.parametrize("lanes", [("vl-video", "vl-video-processor", "asr-offline"),
+                                   ("vl-video", "a.b", "asr-offline"), ()])
+def test_lane_mentions_agree_with_the_sentence_by_sentence_search(lanes):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from dossier.cards import parse_card
+
+    ctx = SimpleNamespace(lanes={lane: {} for lane in lanes})
+    find = links._lane_finder(lanes)
+    for body in VALIDATIONS:
+        card = parse_card(Path("cards/sglang/1.md"), f"---\npr: 1\n---\n\n## Validation\n\n{body}\n")
+        expected: dict = {}
+        for line, sentence in links._validation_sentences(card):
+            for lane in find(sentence):
+                expected.setdefault(lane, []).append((line, links._NEGATED.found(sentence)))
+        assert links._lane_mentions(ctx, card) == expected, body
+
+
 @pytest.mark.parametrize("text", [
     "A first. Second one! Third? (fourth) `fifth`", "e.g. the lane runs Qwen2.5-VL.", "x.. Y", "end.", "",
     "a.\tB and c.  D", "no stop here", "one.\n\ntwo", "one\n- two", "Done.  \n  Next",
@@ -50,10 +78,23 @@ def test_sentence_split_agrees_with_the_regex(text):
     "tests/a.py", "xtests/a.py", "/tests/a.py", ".tests/a.py", "-benchmarks/x.py", "(scripts/x.py)",
     "atests/x/tests/b.py tests/c.py", "tests/x.py tests/y.py", "python/sglang/srt/x.py", "examples/a/b.pyc",
     "testss/x.py", "mytest/x.py test/y.py", "étests/a.py", "playbook/lanes/run.py::t", "sglang_omni/a/b.py",
+    "python/sglang/srt/a.py", "python/x.py", "xpython/sglang/a.py", "tests/python/sglang/a.py", "tests/a.pyc/b.py.x",
+    "scripts/ tests/a.py", "tests//a.py", "/tests/x.py tests/", "tests/a.py/tests/b.py", "tests/.py", "a/tests/b.py",
 ])
 def test_script_paths_agree_with_the_path_regex(text):
     expected = [(m.start(1), (m.group(1),)) for m in scripts._PATH.finditer(text)]
     assert scripts.script_paths(text) == expected
+
+
+def test_script_paths_agree_with_the_path_regex_on_random_text():
+    import random
+
+    rng = random.Random(7)
+    pieces = list(scripts._FOLDERS) + ["/", ".py", ".pyc", "x", "_", "-", ".", " ", "\n", "(", "`", "é", "sglang", "py"]
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
+        expected = [(m.start(1), (m.group(1),)) for m in scripts._PATH.finditer(text)]
+        assert scripts.script_paths(text) == expected, text
 
 
 def test_release_names_are_built_once_per_listing_and_follow_a_new_one():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 
@@ -198,38 +199,77 @@ _NAME = re.compile(r"[\w-]+")
 
 
 @functools.lru_cache(maxsize=4)
-def _lane_finder(lanes):
-    r"""text -> the set of lanes it names, `set(_lane_pattern(lanes).findall(text))`.
+def _lane_ahead(lanes) -> re.Pattern | None:
+    r"""_lane_pattern led by the names, its look-behind left to the caller; None unless every id is made of [\w-].
 
     When every lane id is made of [\w-] (kebab-case ids are), a match is a whole run of
     such characters, so the pattern can start with the names themselves (which the regex
     engine scans for quickly) and the look-behind be checked by hand on each match: a
-    match it rejects is a run no other match can start inside. Other ids use the pattern.
+    match it rejects is a run no other match can start inside.
     """
     if not lanes or not all(isinstance(lane, str) and _NAME.fullmatch(lane) for lane in lanes):
+        return None
+    names = sorted(lanes, key=len, reverse=True)
+    return re.compile("(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+
+
+def _lane_hits(ahead: re.Pattern, text: str) -> list[re.Match]:
+    """The matches of `ahead` (see _lane_ahead) that its look-behind would keep."""
+    return [m for m in ahead.finditer(text) if not (m.start() and _NAME_CHAR.match(text, m.start() - 1))]
+
+
+@functools.lru_cache(maxsize=4)
+def _lane_finder(lanes):
+    """text -> the set of lanes it names, `set(_lane_pattern(lanes).findall(text))`."""
+    ahead = _lane_ahead(lanes)
+    if ahead is None:
         pattern = _lane_pattern(lanes)
         return lambda text: set(pattern.findall(text))
-    names = sorted(lanes, key=len, reverse=True)
-    ahead = re.compile("(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
 
     def find(text: str) -> set[str]:
-        return {m.group(1) for m in ahead.finditer(text) if not (m.start() and _NAME_CHAR.match(text, m.start() - 1))}
+        return {m.group(1) for m in _lane_hits(ahead, text)}
 
     return find
 
 
 def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
     """Lane id -> [(line, negated)] for every sentence of Validation naming it."""
-    find = _lane_finder(tuple(ctx.lanes))
+    lanes = tuple(ctx.lanes)
+    ahead = _lane_ahead(lanes)
     found: dict[str, list[tuple[int, bool]]] = {}
-    for line, sentence in _validation_sentences(card):
-        lanes = find(sentence)
-        if not lanes:
-            continue
-        negated = _NEGATED.found(sentence)
-        for lane in lanes:
-            found.setdefault(lane, []).append((line, negated))
+    for line, para in _validation_paragraphs(card):
+        if ahead is None or "\n" in para:
+            sentences = [(s, _lane_finder(lanes)(s)) for s in _split_sentences(para) if s.strip()]
+        else:
+            sentences = _sentences_naming(ahead, para)
+        for sentence, named in sentences:
+            if named:
+                negated = _NEGATED.found(sentence)
+                for lane in named:
+                    found.setdefault(lane, []).append((line, negated))
     return found
+
+
+def _sentences_naming(ahead: re.Pattern, para: str) -> list[tuple[str, set[str]]]:
+    r"""(sentence, lanes it names) for the sentences of a one-line paragraph that name a lane.
+
+    The lanes are found in the paragraph at once, then placed in the sentences
+    _split_sentences cuts: a lane id, made of [\w-], never spans a sentence stop, and the
+    characters around a sentence (a stop, spaces) are no [\w-] either, so a sentence
+    names what the paragraph's matches inside it name.
+    """
+    hits = _lane_hits(ahead, para)
+    if not hits:
+        return []
+    starts, ends = [0], []  # of each sentence, as _split_sentences cuts them
+    for m in _SENTENCE_STOP.finditer(para):
+        ends.append(m.start() + 1)
+        starts.append(m.end())
+    ends.append(len(para))
+    named: dict[int, set[str]] = {}
+    for m in hits:
+        named.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).add(m.group(1))
+    return [(para[starts[i]:ends[i]], named[i]) for i in sorted(named)]
 
 
 @rule("L013", "lanes-disagree-with-validation")
