@@ -146,7 +146,7 @@ def test_a_key_past_libyamls_1024_character_cap_takes_the_full_path():
         parse_yaml(text, "f.yaml", first_line=2)
 
 
-# --- the node walk (`_load_nodes`): every other document of plain mappings, lists and scalars ---
+# --- the event walk (`_load_events`): every other document of plain mappings, lists and scalars ---
 
 WALKED = [
     "a: 1\n\nb: 2",
@@ -154,14 +154,14 @@ WALKED = [
     "a:\n  - x\n  - {b: 1, c: [2, 3]}\n  -\n    - nested\nd: |\n  literal\n  text\ne: >\n  folded\n  text\n",
     "- a\n- b: 1\n  c: ~\n-\n- [x, y]",
     "plain text",
-    "a: 'it''s'\nb: \"tab\\tescape\"\nc: !!str 1\nd: !!int '7'\ne: !!binary aGVsbG8=",
+    "a: 'it''s'\nb: \"tab\\tescape\"\nc: '1'\nd: \"\"\ne: ''\nf:\n",
     "on: 1\nnull: 2\n7: 3\n2026-01-02: 4\n1.5: 5\n.inf: 6",  # keys of every scalar type
-    "a: &x 1\nb: 2",  # an anchor no alias uses
     "a: 2001-12-14 21:59:43.10 -5\nb: [yes, no, 0x1F, 1_000, 1:30, .inf, -.Inf, 1e3]\nc: {}\nd: []\n",
     "%YAML 1.1\n---\na: 1\n...\n",
     "? complex\n: value\n'quoted key': 1\n\"dq\": 2",
     "a:\n  b:\n    c:\n      - 1\n      - 2\n  d: e\n",
-    "a: !!map {b: 1}\nc: !!seq [d]",  # the default tags written out
+    "a: [[1, 2], {b: [c, {d: e}]}, [], {}]\nf: {g: [h]}",
+    "- - - deep\n    - x\n  - {a: b}\n- c",
 ]
 
 UNWALKED = [
@@ -180,6 +180,15 @@ UNWALKED = [
     "? [a, b]\n: c",  # a key that is no scalar
     "? {a: b}\n: c",
     "a: !custom 1",
+    "a: &x 1\nb: 2",  # an anchor no alias uses: the full path reports a repeated one
+    "a: &x 1\nb: &x 2",
+    "a: !!str 1",  # a tag, even a core one: the full path builds it
+    "a: !!map {b: 1}\nc: !!seq [d]",
+    "a: !!binary aGVsbG8=",
+    "a: ! x",
+    "%TAG !e! tag:example.com,2000:\n---\na: !e!x 1",
+    "a: =",  # the value tag, which no constructor builds
+    "a: <<",
     "a: !!set {x, y}",
     "a: !!omap [{x: 1}]",
     "a: !!str {b: 1}",
@@ -195,16 +204,16 @@ UNWALKED = [
 
 
 @pytest.mark.parametrize("text", WALKED)
-def test_node_walk_builds_what_pyyamls_constructor_builds(text):
-    walked = yamlio._load_nodes(text, 2)
-    assert walked is not None, "the node walk should take this document"
+def test_event_walk_builds_what_pyyamls_constructor_builds(text):
+    walked = yamlio._load_events(text, 2)
+    assert walked is not None, "the event walk should take this document"
     same_tree(walked, full(text))
     same_tree(parse_yaml(text, "f.yaml", first_line=2), full(text))
 
 
 @pytest.mark.parametrize("text", UNWALKED + FULL)
-def test_node_walk_leaves_the_rest_to_the_full_path(text):
-    walked = yamlio._load_nodes(text, 2)
+def test_event_walk_leaves_the_rest_to_the_full_path(text):
+    walked = yamlio._load_events(text, 2)
     if text in UNWALKED:
         assert walked is None
     try:
@@ -223,11 +232,11 @@ def test_node_walk_leaves_the_rest_to_the_full_path(text):
             assert parse_yaml(text, "f.yaml", first_line=2) == expected
 
 
-def test_every_shipped_yaml_file_takes_the_node_walk_and_agrees():
+def test_every_shipped_yaml_file_takes_the_event_walk_and_agrees():
     paths = sorted(ROOT.glob("playbook/**/*.yaml")) + sorted(ROOT.glob("references/*.yaml"))
     assert paths
     for path in paths:
         text = path.read_text(encoding="utf-8")
-        walked = yamlio._load_nodes(text, 1)
+        walked = yamlio._load_events(text, 1)
         assert walked is not None, path
         same_tree(walked, full(text, 1), str(path))
