@@ -125,6 +125,13 @@ def test_loaded_cards_give_the_blocks_and_digest_that_reading_them_gives(mkb):  
     assert blocks == card_blocks(mkb) and list(blocks) == list(card_blocks(mkb))
     assert {p.name for p in blocks} == {"42.md", "43.md"}
     assert inputs_digest(ctx, {c.path: c.text for c in loaded}) == inputs_digest(ctx)
+    # A lock as lock_for read it hashes as its file does (CRLF and non-ASCII kept; valid or not).
+    lock = mkb / "references/evidence/sglang/42.json"
+    lock.parent.mkdir(parents=True)
+    lock.write_bytes('{"pr": 42, "title": "é"}\r\n'.encode())
+    ctx.lock_for("sglang", 42)
+    assert list(ctx.lock_texts) == [lock]
+    assert inputs_digest(ctx, {c.path: c.text for c in loaded} | ctx.lock_texts) == inputs_digest(ctx)
 
 
 @pytest.mark.parametrize("glob", ["python/sglang/srt/models/qwen3_vl.py", "test/**/test_*vl*.py", "docs/*.md",
@@ -139,3 +146,28 @@ def test_glob_line_match_agrees_with_the_anchored_search(glob):
                     "a/models/qwen3_vl.py\nmodels/qwen3_vl.py\nbx.py\nx.py"]:
         expected = re.search(f"^{pattern}$", listing, re.MULTILINE) is not None
         assert links._a_line_matches(glob, pattern, listing) == expected, (glob, listing)
+        joined, lines = links._listing(listing.split("\n"))
+        assert lines is not None and links._a_sorted_line_matches(glob, lines) == expected, (glob, listing)
+
+
+def test_sorted_lines_agree_with_the_listing_search_on_random_paths():
+    import random
+
+    from dossier.config import glob_regex
+
+    rng = random.Random(11)
+    parts = ["a", "b", "ab", "x.py", "a.py", "", "/", ".", "*", "?", "é"]
+    for _ in range(2000):
+        paths = {"".join(rng.choice(parts) for _ in range(rng.randint(0, 5))) for _ in range(rng.randint(0, 6))}
+        glob = "".join(rng.choice(parts + ["**"]) for _ in range(rng.randint(0, 4)))
+        listing, lines = links._listing(paths)
+        assert listing == "\n".join(sorted(paths)) and lines is not None
+        pattern = glob_regex(glob).pattern.lstrip("^").rstrip("$")
+        expected = re.search(f"^{pattern}$", listing, re.MULTILINE) is not None
+        assert links._a_sorted_line_matches(glob, lines) == expected, (glob, sorted(paths))
+
+
+def test_a_file_name_with_a_line_break_leaves_the_listing_search_to_l030():
+    listing, lines = links._listing({"a.py", "b\nc.py"})
+    assert listing == "a.py\nb\nc.py" and lines is None
+    assert links._listing(set()) == ("", [""])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 
 from ..yamlio import line_of
@@ -94,20 +95,54 @@ def family_glob_matches_nothing(ctx):
     known = ctx.known_files
     trees = ctx.root / "references" / "trees"
     lines = (ctx.root / CONFIG_NAME).read_text(encoding="utf-8").split("\n")
-    listings: dict[str, str | None] = {}  # repo -> its known files, one a line (None: no tree listing)
+    listings: dict[str, tuple[str, list[str] | None] | None] = {}  # repo -> see _listing (None: no tree listing)
     for fam in ctx.config.families.values():
         for repo, globs in fam.globs.items():
             if repo not in listings:
-                listings[repo] = "\n".join(sorted(known.get(repo, ()))) if (trees / f"{repo}.txt").exists() else None
-            listing = listings[repo]
-            if listing is None:
+                listings[repo] = _listing(known.get(repo, ())) if (trees / f"{repo}.txt").exists() else None
+            if listings[repo] is None:
                 continue
+            listing, sorted_lines = listings[repo]
             for g in globs:
-                # One multiline regex scan over the whole listing instead of a match per path.
-                pattern = glob_regex(g).pattern.lstrip("^").rstrip("$")
-                if not _a_line_matches(g, pattern, listing):
+                if sorted_lines is not None and "$" not in g:
+                    found = _a_sorted_line_matches(g, sorted_lines)
+                else:
+                    # One multiline regex scan over the whole listing instead of a match per path.
+                    found = _a_line_matches(g, glob_regex(g).pattern.lstrip("^").rstrip("$"), listing)
+                if not found:
                     line = next((i for i, l in enumerate(lines, 1) if f'"{g}"' in l), 1)
                     yield Finding(CONFIG_NAME, line, 1, "L030", f"{fam.name} glob {g!r} matches no known {repo} file")
+
+
+def _listing(paths) -> tuple[str, list[str] | None]:
+    """(the known files, one a line; those lines, sorted, when no file name holds a line break, else None)."""
+    ordered = sorted(paths)
+    listing = "\n".join(ordered)
+    lines = listing.split("\n")
+    return listing, (lines if len(lines) == max(len(ordered), 1) else None)
+
+
+def _a_sorted_line_matches(glob: str, lines: list[str]) -> bool:
+    """`_a_line_matches` over sorted lines: only the lines that start with the glob's literal head can match.
+
+    They sit together in sorted order, found by bisection; a glob without a wildcard is one
+    lookup and needs no regex. Not for a glob with a `$`, whose regex L030 cuts oddly.
+    """
+    from ..config import glob_regex
+
+    head = glob
+    for wildcard in ("*", "?"):
+        head = head.partition(wildcard)[0]
+    at = bisect.bisect_left(lines, head)
+    if head == glob:
+        return at < len(lines) and lines[at] == glob
+    regex = glob_regex(glob)  # ^...$ on one line is the multiline search's ^...$ on it
+    for line in itertools.islice(lines, at, None):
+        if not line.startswith(head):
+            return False
+        if regex.match(line):
+            return True
+    return False
 
 
 def _a_line_matches(glob: str, pattern: str, listing: str) -> bool:
