@@ -144,3 +144,99 @@ def test_a_key_past_libyamls_1024_character_cap_takes_the_full_path():
     assert yamlio._load_simple(text, 2) is None
     with pytest.raises(YamlError):
         parse_yaml(text, "f.yaml", first_line=2)
+
+
+# --- the event walk (`_load_events`): every other document of plain mappings, lists and scalars ---
+
+WALKED = [
+    "a: 1\n\nb: 2",
+    "# a comment\na: 1 # and another\n",
+    "a:\n  - x\n  - {b: 1, c: [2, 3]}\n  -\n    - nested\nd: |\n  literal\n  text\ne: >\n  folded\n  text\n",
+    "- a\n- b: 1\n  c: ~\n-\n- [x, y]",
+    "plain text",
+    "a: 'it''s'\nb: \"tab\\tescape\"\nc: '1'\nd: \"\"\ne: ''\nf:\n",
+    "on: 1\nnull: 2\n7: 3\n2026-01-02: 4\n1.5: 5\n.inf: 6",  # keys of every scalar type
+    "a: 2001-12-14 21:59:43.10 -5\nb: [yes, no, 0x1F, 1_000, 1:30, .inf, -.Inf, 1e3]\nc: {}\nd: []\n",
+    "%YAML 1.1\n---\na: 1\n...\n",
+    "? complex\n: value\n'quoted key': 1\n\"dq\": 2",
+    "a:\n  b:\n    c:\n      - 1\n      - 2\n  d: e\n",
+    "a: [[1, 2], {b: [c, {d: e}]}, [], {}]\nf: {g: [h]}",
+    "- - - deep\n    - x\n  - {a: b}\n- c",
+]
+
+UNWALKED = [
+    "",  # an empty document: None, left to the full path
+    "~",
+    "a: &x 1\nb: *x",  # an alias
+    "a: &x [1]\nb: *x",
+    "a: &x\n  b: *x",  # a recursive alias
+    "<<: {a: 1}",
+    "a: {b: 1}\nc:\n  <<: {d: 2}",
+    "a: 1\na: 2",  # duplicate keys
+    "a: 1\nb:\n  c: 1\n  c: 2",
+    "on: 1\ntrue: 2",  # two spellings of one bool key
+    "1: a\n1.0: b",
+    ".nan: 1\n.NaN: 2",  # one NaN object: a repeat
+    "? [a, b]\n: c",  # a key that is no scalar
+    "? {a: b}\n: c",
+    "a: !custom 1",
+    "a: &x 1\nb: 2",  # an anchor no alias uses: the full path reports a repeated one
+    "a: &x 1\nb: &x 2",
+    "a: !!str 1",  # a tag, even a core one: the full path builds it
+    "a: !!map {b: 1}\nc: !!seq [d]",
+    "a: !!binary aGVsbG8=",
+    "a: ! x",
+    "%TAG !e! tag:example.com,2000:\n---\na: !e!x 1",
+    "a: =",  # the value tag, which no constructor builds
+    "a: <<",
+    "a: !!set {x, y}",
+    "a: !!omap [{x: 1}]",
+    "a: !!str {b: 1}",
+    "a: !!map x",
+    "a: 2026-02-30",  # a date the constructor refuses
+    "a: !!int x",
+    "a: b: c",  # syntax errors
+    "a: [x",
+    "a: 1\n---\nb: 2",  # two documents
+    "a: \x00",  # a character libyaml refuses
+    "- *x",  # an alias without its anchor
+]
+
+
+@pytest.mark.parametrize("text", WALKED)
+def test_event_walk_builds_what_pyyamls_constructor_builds(text):
+    walked = yamlio._load_events(text, 2)
+    assert walked is not None, "the event walk should take this document"
+    same_tree(walked, full(text))
+    same_tree(parse_yaml(text, "f.yaml", first_line=2), full(text))
+
+
+@pytest.mark.parametrize("text", UNWALKED + FULL)
+def test_event_walk_leaves_the_rest_to_the_full_path(text):
+    walked = yamlio._load_events(text, 2)
+    if text in UNWALKED:
+        assert walked is None
+    try:
+        expected = full(text)
+    except (yaml.YAMLError, ValueError) as exc:
+        assert walked is None
+        with pytest.raises((YamlError, ValueError)) as info:
+            parse_yaml(text, "f.yaml", first_line=2)
+        assert isinstance(info.value, YamlError) == isinstance(exc, yaml.YAMLError)
+    else:
+        if walked is not None:
+            same_tree(walked, expected)
+        if isinstance(expected, (LinedMap, LinedList)):
+            same_tree(parse_yaml(text, "f.yaml", first_line=2), expected)
+        else:
+            assert parse_yaml(text, "f.yaml", first_line=2) == expected
+
+
+def test_every_shipped_yaml_file_takes_the_event_walk_and_agrees():
+    paths = sorted(ROOT.glob("playbook/**/*.yaml")) + sorted(ROOT.glob("references/*.yaml"))
+    assert paths
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        walked = yamlio._load_events(text, 1)
+        assert walked is not None, path
+        same_tree(walked, full(text, 1), str(path))

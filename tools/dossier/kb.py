@@ -38,6 +38,7 @@ class KnowledgeBase(LaneQueries):
     histories: dict = field(default_factory=dict)  # repo -> sources.git.History, opened on demand
     digests: dict = field(default_factory=dict)  # id(lock) -> lock_digest, see lock_sha
     locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error), see lock_for
+    lock_texts: dict = field(default_factory=dict)  # lock path -> its text as lock_for read it (B001 hashes it)
     card_locks: dict = field(default_factory=dict)  # card path -> card_lock's answer
     file_indexes: dict = field(default_factory=dict)  # id(lock) -> evidence.file_index, see lock_files
     rel_paths: dict = field(default_factory=dict)  # Path -> root-relative text, see rel
@@ -139,7 +140,8 @@ class KnowledgeBase(LaneQueries):
                 self.locks[key] = (None, f"no evidence lock at {self.rel(path)}; run `dossier fetch {repo} {pr}`")
             elif stat.S_ISREG(info.st_mode):
                 try:  # refuse_outside + load_lock, reading the file once
-                    self.locks[key] = (parse_lock(self._plain_text(path, info), path), None)
+                    text = self.lock_texts[path] = self._plain_text(path, info)
+                    self.locks[key] = (parse_lock(text, path), None)
                 except DossierError as exc:
                     self.locks[key] = (None, str(exc))
             else:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import re
 
 from ..yamlio import line_of
@@ -93,20 +95,54 @@ def family_glob_matches_nothing(ctx):
     known = ctx.known_files
     trees = ctx.root / "references" / "trees"
     lines = (ctx.root / CONFIG_NAME).read_text(encoding="utf-8").split("\n")
-    listings: dict[str, str | None] = {}  # repo -> its known files, one a line (None: no tree listing)
+    listings: dict[str, tuple[str, list[str] | None] | None] = {}  # repo -> see _listing (None: no tree listing)
     for fam in ctx.config.families.values():
         for repo, globs in fam.globs.items():
             if repo not in listings:
-                listings[repo] = "\n".join(sorted(known.get(repo, ()))) if (trees / f"{repo}.txt").exists() else None
-            listing = listings[repo]
-            if listing is None:
+                listings[repo] = _listing(known.get(repo, ())) if (trees / f"{repo}.txt").exists() else None
+            if listings[repo] is None:
                 continue
+            listing, sorted_lines = listings[repo]
             for g in globs:
-                # One multiline regex scan over the whole listing instead of a match per path.
-                pattern = glob_regex(g).pattern.lstrip("^").rstrip("$")
-                if not _a_line_matches(g, pattern, listing):
+                if sorted_lines is not None and "$" not in g:
+                    found = _a_sorted_line_matches(g, sorted_lines)
+                else:
+                    # One multiline regex scan over the whole listing instead of a match per path.
+                    found = _a_line_matches(g, glob_regex(g).pattern.lstrip("^").rstrip("$"), listing)
+                if not found:
                     line = next((i for i, l in enumerate(lines, 1) if f'"{g}"' in l), 1)
                     yield Finding(CONFIG_NAME, line, 1, "L030", f"{fam.name} glob {g!r} matches no known {repo} file")
+
+
+def _listing(paths) -> tuple[str, list[str] | None]:
+    """(the known files, one a line; those lines, sorted, when no file name holds a line break, else None)."""
+    ordered = sorted(paths)
+    listing = "\n".join(ordered)
+    lines = listing.split("\n")
+    return listing, (lines if len(lines) == max(len(ordered), 1) else None)
+
+
+def _a_sorted_line_matches(glob: str, lines: list[str]) -> bool:
+    """`_a_line_matches` over sorted lines: only the lines that start with the glob's literal head can match.
+
+    They sit together in sorted order, found by bisection; a glob without a wildcard is one
+    lookup and needs no regex. Not for a glob with a `$`, whose regex L030 cuts oddly.
+    """
+    from ..config import glob_regex
+
+    head = glob
+    for wildcard in ("*", "?"):
+        head = head.partition(wildcard)[0]
+    at = bisect.bisect_left(lines, head)
+    if head == glob:
+        return at < len(lines) and lines[at] == glob
+    regex = glob_regex(glob)  # ^...$ on one line is the multiline search's ^...$ on it
+    for line in itertools.islice(lines, at, None):
+        if not line.startswith(head):
+            return False
+        if regex.match(line):
+            return True
+    return False
 
 
 def _a_line_matches(glob: str, pattern: str, listing: str) -> bool:
@@ -198,38 +234,77 @@ _NAME = re.compile(r"[\w-]+")
 
 
 @functools.lru_cache(maxsize=4)
-def _lane_finder(lanes):
-    r"""text -> the set of lanes it names, `set(_lane_pattern(lanes).findall(text))`.
+def _lane_ahead(lanes) -> re.Pattern | None:
+    r"""_lane_pattern led by the names, its look-behind left to the caller; None unless every id is made of [\w-].
 
     When every lane id is made of [\w-] (kebab-case ids are), a match is a whole run of
     such characters, so the pattern can start with the names themselves (which the regex
     engine scans for quickly) and the look-behind be checked by hand on each match: a
-    match it rejects is a run no other match can start inside. Other ids use the pattern.
+    match it rejects is a run no other match can start inside.
     """
     if not lanes or not all(isinstance(lane, str) and _NAME.fullmatch(lane) for lane in lanes):
+        return None
+    names = sorted(lanes, key=len, reverse=True)
+    return re.compile("(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+
+
+def _lane_hits(ahead: re.Pattern, text: str) -> list[re.Match]:
+    """The matches of `ahead` (see _lane_ahead) that its look-behind would keep."""
+    return [m for m in ahead.finditer(text) if not (m.start() and _NAME_CHAR.match(text, m.start() - 1))]
+
+
+@functools.lru_cache(maxsize=4)
+def _lane_finder(lanes):
+    """text -> the set of lanes it names, `set(_lane_pattern(lanes).findall(text))`."""
+    ahead = _lane_ahead(lanes)
+    if ahead is None:
         pattern = _lane_pattern(lanes)
         return lambda text: set(pattern.findall(text))
-    names = sorted(lanes, key=len, reverse=True)
-    ahead = re.compile("(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
 
     def find(text: str) -> set[str]:
-        return {m.group(1) for m in ahead.finditer(text) if not (m.start() and _NAME_CHAR.match(text, m.start() - 1))}
+        return {m.group(1) for m in _lane_hits(ahead, text)}
 
     return find
 
 
 def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
     """Lane id -> [(line, negated)] for every sentence of Validation naming it."""
-    find = _lane_finder(tuple(ctx.lanes))
+    lanes = tuple(ctx.lanes)
+    ahead = _lane_ahead(lanes)
     found: dict[str, list[tuple[int, bool]]] = {}
-    for line, sentence in _validation_sentences(card):
-        lanes = find(sentence)
-        if not lanes:
-            continue
-        negated = _NEGATED.found(sentence)
-        for lane in lanes:
-            found.setdefault(lane, []).append((line, negated))
+    for line, para in _validation_paragraphs(card):
+        if ahead is None or "\n" in para:
+            sentences = [(s, _lane_finder(lanes)(s)) for s in _split_sentences(para) if s.strip()]
+        else:
+            sentences = _sentences_naming(ahead, para)
+        for sentence, named in sentences:
+            if named:
+                negated = _NEGATED.found(sentence)
+                for lane in named:
+                    found.setdefault(lane, []).append((line, negated))
     return found
+
+
+def _sentences_naming(ahead: re.Pattern, para: str) -> list[tuple[str, set[str]]]:
+    r"""(sentence, lanes it names) for the sentences of a one-line paragraph that name a lane.
+
+    The lanes are found in the paragraph at once, then placed in the sentences
+    _split_sentences cuts: a lane id, made of [\w-], never spans a sentence stop, and the
+    characters around a sentence (a stop, spaces) are no [\w-] either, so a sentence
+    names what the paragraph's matches inside it name.
+    """
+    hits = _lane_hits(ahead, para)
+    if not hits:
+        return []
+    starts, ends = [0], []  # of each sentence, as _split_sentences cuts them
+    for m in _SENTENCE_STOP.finditer(para):
+        ends.append(m.start() + 1)
+        starts.append(m.end())
+    ends.append(len(para))
+    named: dict[int, set[str]] = {}
+    for m in hits:
+        named.setdefault(bisect.bisect_right(starts, m.start()) - 1, set()).add(m.group(1))
+    return [(para[starts[i]:ends[i]], named[i]) for i in sorted(named)]
 
 
 @rule("L013", "lanes-disagree-with-validation")

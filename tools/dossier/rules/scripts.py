@@ -13,12 +13,14 @@ import re
 from ..cards import SENTENCE_END
 from .base import Caseless, Finding, rule
 
-_PATH = re.compile(r"(?<![\w/.-])((?:benchmarks|examples|tests|test|scripts|playbook|python/sglang|sglang_omni)"
-                   r"/[\w./-]+\.py)")
-# _PATH without its look-behind, checked by hand on each match instead: led by the folder
-# names, the regex engine skips ahead to their first letters rather than trying the
-# look-behind at every position. Every character of a match is in the look-behind's class,
-# so no match the look-behind refuses can hide one it accepts: they find the same paths.
+_FOLDERS = ("benchmarks", "examples", "tests", "test", "scripts", "playbook", "python/sglang", "sglang_omni")
+_PATH = re.compile(r"(?<![\w/.-])((?:" + "|".join(_FOLDERS) + r")/[\w./-]+\.py)")
+# _PATH's matches, found without trying the folder names at every letter: a match starts a
+# run of [\w/.-] characters (the look-behind) with a folder name and a "/", and every
+# character of it is in that class, so it is the run up to its last ".py". script_paths
+# looks for each "/" (a plain character search) and, where a folder name ending there
+# starts a run, matches _PATH_AHEAD (_PATH without its look-behind) from that start.
+# No folder name ends another, so a "/" has at most one start.
 _PATH_AHEAD = re.compile(_PATH.pattern.removeprefix(r"(?<![\w/.-])"))
 _PATH_CHAR = re.compile(r"[\w/.-]")
 _MODULE = re.compile(r"python3? -m ((?:benchmarks|sglang_omni|sglang)(?:\.\w+)+)")
@@ -29,8 +31,16 @@ _SAYS_GONE = Caseless(r"\b(gone|removed|deleted|no longer|retired|renamed)\b")
 def script_paths(text: str) -> list[tuple[int, tuple[str, ...]]]:
     """(offset, candidate paths) of every script the text runs or names: a path names
     itself; `python -m pkg.mod` is `pkg/mod.py` or a package's `__main__.py`."""
-    out = [(m.start(1), (m.group(1),)) for m in _PATH_AHEAD.finditer(text)
-           if not (m.start() and _PATH_CHAR.match(text, m.start() - 1))]
+    out = []
+    find, endswith = text.find, text.endswith
+    slash = find("/")
+    while slash != -1:
+        if endswith(_FOLDERS, 0, slash):
+            start = slash - len(next(f for f in _FOLDERS if endswith(f, 0, slash)))
+            if not (start and _PATH_CHAR.match(text, start - 1)) and (m := _PATH_AHEAD.match(text, start)):
+                out.append((start, (m.group(1),)))
+                slash = m.end() - 1  # the rest of the match is in its run: no match starts there
+        slash = find("/", slash + 1)
     for m in _MODULE.finditer(text):
         module = m.group(1)
         base = ("python/" if module.startswith("sglang.") else "") + module.replace(".", "/")
