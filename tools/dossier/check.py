@@ -38,12 +38,14 @@ def _run(rule, ctx, card=None) -> list[Finding]:
                         f"internal error in rule {rule.code}{where}: {type(exc).__name__}: {exc}")]
 
 
-def _suppressed(card, code: str) -> bool:
-    """A `noqa: {CODE: reason}` entry with a written reason (15+ characters) turns a rule off;
-    S007, the rule that checks those reasons, cannot be turned off."""
+def _suppressed(card) -> frozenset:
+    """The codes a card turns off: a `noqa: {CODE: reason}` entry with a written reason (15+
+    characters); S007, the rule that checks those reasons, cannot be turned off."""
     noqa = (card.meta or {}).get("noqa")
-    reason = noqa.get(code) if isinstance(noqa, dict) else None
-    return code != "S007" and isinstance(reason, str) and len(reason.strip()) >= 15
+    if not isinstance(noqa, dict):
+        return frozenset()
+    return frozenset(code for code, reason in noqa.items()
+                     if code != "S007" and isinstance(reason, str) and len(reason.strip()) >= 15)
 
 
 def _prefetch(ctx, name: str) -> None:
@@ -75,8 +77,9 @@ def _run_rules(ctx, cards, card_rules, project_rules) -> list[Finding]:
     out: list[Finding] = []
     for batch in ([r for r in card_rules if not r.prefetch], [r for r in card_rules if r.prefetch]):
         for card in cards:
+            off = _suppressed(card)
             for r in batch:
-                if not _suppressed(card, r.code):
+                if r.code not in off:
                     out.extend(_run(r, ctx, card))
     for r in project_rules:
         out.extend(_run(r, ctx))
