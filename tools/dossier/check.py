@@ -57,17 +57,23 @@ def _prefetch(ctx, name: str) -> None:
         pass
 
 
-# Which process runs a rule when `check` splits over two cores, by the rule code's first
-# letter: rules that share derived data stay together (the P rules share each card's prose
-# and the cross-card indexes; the G rules the locks), and rules that read what the
-# parent's lane threads compute (prefetch, background) never leave the parent. Balanced by
-# the per-rule times of a cold 700-card run (scripts/bench.py).
+# Which process runs a rule when `check` splits over two cores. Rules that share derived
+# data stay together: the child takes the prose rules (P: each card's prose and the
+# cross-card sentence and shingle indexes) and the skill rules (K); the parent keeps every
+# rule that reads the locks (15 MB of JSON at 700 cards, read once, on its side), and the
+# rules that read what its lane threads compute (prefetch, background). Two lock-free rules
+# move to the child for balance. Balanced by the per-rule times of a cold 700-card run
+# (about 1.2 s of rules on each side); a rule on the wrong side costs time, never findings.
 _CHILD_LETTERS = frozenset("PK")
+_READS_LOCKS = frozenset({"P004", "K006"})
+_CHILD_EXTRA = frozenset({"M004", "L035"})
 FORK_MIN_CARDS = 100  # below this the two halves take less than a fork and its results cost
 
 
 def _in_child(r) -> bool:
-    return r.code[0] in _CHILD_LETTERS and not r.prefetch and not r.background
+    if r.prefetch or r.background or r.code in _READS_LOCKS:
+        return False
+    return r.code[0] in _CHILD_LETTERS or r.code in _CHILD_EXTRA
 
 
 def _run_rules(ctx, cards, card_rules, project_rules) -> list[Finding]:
@@ -109,9 +115,6 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
         child_project = [r for r in project_rules if _in_child(r)]
         card_rules = [r for r in card_rules if not _in_child(r)]
         project_rules = [r for r in project_rules if not _in_child(r)]
-        if any(r.code.startswith("G") for r in card_rules + child_card):
-            # Both sides read the locks (15 MB of JSON at 700 cards): read once, before the fork.
-            ctx.all_locks  # noqa: B018 - a cached property, computed for its side effect
         child = (Forked(lambda: _run_rules(ctx, cards, child_card, child_project)), child_card, child_project)
     # Subprocess waits (lane dry-runs, lane option probes) in threads: on the other core
     # they cost no wall time while the rules run.
