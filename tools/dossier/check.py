@@ -57,23 +57,19 @@ def _prefetch(ctx, name: str) -> None:
         pass
 
 
-# Which process runs a rule when `check` splits over two cores. Rules that share derived
-# data stay together: the child takes the prose rules (P: each card's prose and the
-# cross-card sentence and shingle indexes) and the skill rules (K); the parent keeps every
-# rule that reads the locks (15 MB of JSON at 700 cards, read once, on its side), and the
-# rules that read what its lane threads compute (prefetch, background). Two lock-free rules
-# move to the child for balance. Balanced by the per-rule times of a cold 700-card run
-# (about 1.2 s of rules on each side); a rule on the wrong side costs time, never findings.
-_CHILD_LETTERS = frozenset("PK")
-_READS_LOCKS = frozenset({"P004", "K006"})
-_CHILD_EXTRA = frozenset({"M004", "L035"})
+# Which process runs a rule when `check` splits over two cores: the parent keeps the rules
+# that read the locks (15 MB of JSON at 700 cards, read once, on its side: the G rules and
+# those below) and the rules that read what its lane threads compute (prefetch,
+# background); the forked child takes every other rule, the prose rules' cross-card
+# sentence and shingle indexes among them. About 1.2 s of rules on each side in a cold
+# 700-card run. A rule on the wrong side costs time, never findings.
+_READS_LOCKS = frozenset({"B001", "B002", "B003", "K006", "L005", "L006", "L013", "L030", "L032", "P004",
+                          "R004", "S004", "S008"})
 FORK_MIN_CARDS = 100  # below this the two halves take less than a fork and its results cost
 
 
 def _in_child(r) -> bool:
-    if r.prefetch or r.background or r.code in _READS_LOCKS:
-        return False
-    return r.code[0] in _CHILD_LETTERS or r.code in _CHILD_EXTRA
+    return not (r.prefetch or r.background or r.code.startswith("G") or r.code in _READS_LOCKS)
 
 
 def _run_rules(ctx, cards, card_rules, project_rules) -> list[Finding]:
