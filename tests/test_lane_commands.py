@@ -7,7 +7,7 @@ import json
 from test_playbook import GOOD, findings, make_kb
 from test_script_links import CARD
 
-from dossier.lane_options import lane_options
+from dossier.lane_options import lane_options, options_cached
 from dossier.rules.lane_commands import lane_invocations
 
 
@@ -23,6 +23,15 @@ def test_invocations_read_inline_spans_that_wrap_and_fenced_blocks():
 def test_lane_options_come_from_the_lanes_own_parser(kb):
     opts = lane_options(kb)["omni_speech.py"]["options"]
     assert opts["--gpus"]["choices"] == ["1", "2", "3"] and "--repeat-media" in opts
+
+
+def test_options_cached_says_whether_a_cold_run_must_start_the_lane_subprocess(kb):
+    assert not options_cached(kb)  # no .dossier-cache: check starts the lane subprocess early
+    lane_options(kb)
+    assert options_cached(kb)
+    script = kb / "playbook" / "lanes" / "omni_speech.py"
+    script.write_text(script.read_text() + "\n# edited\n")
+    assert not options_cached(kb)  # a lane changed: its options are probed again
 
 
 def _card(kb, line):
