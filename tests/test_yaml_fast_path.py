@@ -99,14 +99,6 @@ FULL = [
 ]
 
 
-@pytest.mark.parametrize("text", FAST)
-def test_fast_path_builds_what_libyaml_builds(text):
-    fast = yamlio._load_simple(text, 2)
-    assert fast is not None, "the fast path should take this document"
-    same_tree(fast, full(text))
-    same_tree(parse_yaml(text, "f.yaml", first_line=2), full(text))
-
-
 def test_fast_path_values_have_yaml_types():
     data = yamlio._load_simple("a: 2026-08-07\nb: 1e3\nc: 1.5\nd: yes\ne: ~\nf: 0x1F\ng: [1, no]", 1)
     assert data == {"a": datetime.date(2026, 8, 7), "b": "1e3", "c": 1.5, "d": True, "e": None, "f": 31, "g": [1, False]}
@@ -203,11 +195,13 @@ UNWALKED = [
 ]
 
 
-@pytest.mark.parametrize("text", WALKED)
-def test_event_walk_builds_what_pyyamls_constructor_builds(text):
-    walked = yamlio._load_events(text, 2)
-    assert walked is not None, "the event walk should take this document"
-    same_tree(walked, full(text))
+@pytest.mark.parametrize("build, text", [("_load_simple", t) for t in FAST] + [("_load_events", t) for t in WALKED])
+def test_each_fast_builder_builds_what_libyaml_builds(build, text):
+    """The frontmatter fast path (FAST) and the event walk (WALKED) take these documents and
+    build exactly what PyYAML's constructor builds, lines and spans included."""
+    built = getattr(yamlio, build)(text, 2)
+    assert built is not None, f"{build} should take this document"
+    same_tree(built, full(text))
     same_tree(parse_yaml(text, "f.yaml", first_line=2), full(text))
 
 
