@@ -38,7 +38,7 @@ def _run(rule, ctx, card=None) -> list[Finding]:
                         f"internal error in rule {rule.code}{where}: {type(exc).__name__}: {exc}")]
 
 
-def _suppressed(card) -> frozenset:
+def _turned_off(card) -> frozenset:
     """The codes a card turns off: a `noqa: {CODE: reason}` entry with a written reason (15+
     characters); S007, the rule that checks those reasons, cannot be turned off."""
     noqa = (card.meta or {}).get("noqa")
@@ -79,7 +79,7 @@ def _run_rules(ctx, cards, card_rules, project_rules) -> list[Finding]:
     out: list[Finding] = []
     for batch in ([r for r in card_rules if not r.prefetch], [r for r in card_rules if r.prefetch]):
         for card in cards:
-            off = _suppressed(card)
+            off = _turned_off(card)
             for r in batch:
                 if r.code not in off:
                     out.extend(_run(r, ctx, card))

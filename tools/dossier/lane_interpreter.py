@@ -187,6 +187,18 @@ class LaneInterpreter:
                 self._proc = None
 
 
+def ask(root: Path, interpreter: LaneInterpreter | None, op: str, arg, timeout: float):
+    """`interpreter.call(...)`, or the same in a one-off interpreter when none is given (a
+    caller outside `check`, which shares one per knowledge base)."""
+    if interpreter is not None:
+        return interpreter.call(op, arg, timeout)
+    own = LaneInterpreter(root)
+    try:
+        return own.call(op, arg, timeout)
+    finally:
+        own.close()
+
+
 def child_env(environ) -> dict:
     """`environ` with COLUMNS and LINES set to the terminal size the interpreter finds anyway:
     its stdout is a pipe, so `shutil.get_terminal_size` gives them when they are positive

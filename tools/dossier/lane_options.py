@@ -1,8 +1,8 @@
 """Each lane script's command line as its own argparse parser defines it (options, choices).
 
 Read in the lane interpreter (dossier.lane_interpreter), which imports every lane script
-without running it and builds its parser with the lanes' shared `_runner.build_parser`, so the options a card or a playbook
-entry passes are checked against the lane as it is today. Cached on disk by the content of
+without running it and builds its parser with the lanes' shared `_runner.build_parser`, so
+the options a card or a playbook entry passes are checked against the lane as it is today. Cached on disk by the content of
 the lane folder.
 """
 
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from .cache import DiskCache, content_key
-from .lane_interpreter import LaneInterpreter
+from .lane_interpreter import LaneInterpreter, ask
 
 LANES_DIR = "playbook/lanes"
 _SCRIPT = re.compile(r"playbook/lanes/(\w+\.py)")
@@ -100,16 +100,14 @@ _TIMEOUT = 60
 def lane_options(root: Path, interpreter: LaneInterpreter | None = None) -> dict[str, dict]:
     """`{script file name: {"options": {flag: {takes_value, nargs, choices}}}}` (or `{"error": ...}`),
     probed in `interpreter` (the lane interpreter; a one-off one when None)."""
-    folder = Path(root) / LANES_DIR
-    files = sorted(folder.glob("*.py")) if folder.is_dir() else []
-    if not files:
+    key = _options_key(root)
+    if key is None:
         return {}
     cache = DiskCache(root, "lane-options")
-    key = content_key(sys.version, *files)
     hit = cache.get(key)
     if hit is not None:
         return hit
-    found = _ask(root, interpreter, "options", str(folder))
+    found = ask(root, interpreter, "options", str(Path(root) / LANES_DIR), _TIMEOUT)
     if not isinstance(found, dict):
         return {}
     cache.put(key, found)
@@ -119,19 +117,15 @@ def lane_options(root: Path, interpreter: LaneInterpreter | None = None) -> dict
 
 def options_cached(root: Path) -> bool:
     """Whether `lane_options` would answer from the cache (no lane folder counts as cached)."""
+    key = _options_key(root)
+    return key is None or DiskCache(root, "lane-options").get(key) is not None
+
+
+def _options_key(root: Path) -> str | None:
+    """The cache key of the lane folder's options: its scripts' content; None without scripts."""
     folder = Path(root) / LANES_DIR
     files = sorted(folder.glob("*.py")) if folder.is_dir() else []
-    return not files or DiskCache(root, "lane-options").get(content_key(sys.version, *files)) is not None
-
-
-def _ask(root: Path, interpreter: LaneInterpreter | None, op: str, arg):
-    if interpreter is not None:
-        return interpreter.call(op, arg, _TIMEOUT)
-    own = LaneInterpreter(root)
-    try:
-        return own.call(op, arg, _TIMEOUT)
-    finally:
-        own.close()
+    return content_key(sys.version, *files) if files else None
 
 
 # Options that start work instead of describing it: a dry-run of a card's command leaves them out.
@@ -183,7 +177,7 @@ def command_verdicts(root: Path, commands: list[tuple[str, list[str]]],
         elif key not in {k for k, _, _ in todo}:
             todo.append((key, str(folder / script), argv))
     if todo:
-        results = _ask(root, interpreter, "dry_runs", [[p, a] for _, p, a in todo])
+        results = ask(root, interpreter, "dry_runs", [[p, a] for _, p, a in todo], _TIMEOUT)
         if not isinstance(results, list) or len(results) != len(todo):
             return out
         for (key, _, _), (code, stdout, stderr) in zip(todo, results):

@@ -4,8 +4,8 @@ The dry-run probe is behind rule L012: every lane script must print its plan wit
 `--dry-run`, and the server command it prints must match the registry's `server.cmd`
 (or, for an in-process lane, its `engine:` line the registry's `engine`).
 All probes run in the one lane interpreter of dossier.lane_interpreter (one process
-per lane, in parallel, only when it breaks), and verdicts are cached by the content of the lane entry
-and of every script in the lane's folder, so `dossier check` stays fast.
+per lane, in parallel, only when it breaks), and verdicts are cached by the content of
+the lane entry and of every script in the lane's folder, so `dossier check` stays fast.
 """
 
 from __future__ import annotations
@@ -121,16 +121,10 @@ def _verdict(lane: dict, code: int, stdout: str, stderr: str) -> tuple[bool, str
 
 def _dry_run_batch(root: Path, lanes: list[dict], interpreter=None) -> list[tuple[bool, str]] | None:
     """Every dry-run in the lane interpreter (dossier.lane_interpreter); None when it broke."""
-    from .lane_interpreter import LaneInterpreter
+    from .lane_interpreter import ask
 
     jobs = [[argv[1], argv[2:]] for argv in (lane_argv(root, lane, ["--dry-run"]) for lane in lanes)]
-    own = interpreter is None
-    interpreter = interpreter or LaneInterpreter(root)
-    try:
-        results = interpreter.call("dry_runs", jobs, DRY_RUN_TIMEOUT)
-    finally:
-        if own:
-            interpreter.close()
+    results = ask(root, interpreter, "dry_runs", jobs, DRY_RUN_TIMEOUT)
     if not isinstance(results, list) or len(results) != len(lanes):
         return None  # a lane hung or broke the batch: fall back to one process per lane
     return [_verdict(lane, *r) for lane, r in zip(lanes, results)]
