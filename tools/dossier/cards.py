@@ -100,6 +100,8 @@ class Card:
     reviewed: dict[str, list[tuple[int, str]]]
     # Reviewed-files bullets outside a role subsection or without a backticked path.
     reviewed_strays: list[tuple[int, str]] = field(default_factory=list)
+    # Joined section texts the rules ask for, by key (see body_text), built on first use.
+    _joined: dict = field(default_factory=dict, repr=False, compare=False)
 
     def test_refs(self, *sections: str) -> list[tuple[int, int, str, str]]:
         """(line, col, path, name) of every `file.py::name` test reference in these sections."""
@@ -128,10 +130,6 @@ class Card:
     def text_lower(self) -> str:
         """`text.lower()`, for substring pre-checks ahead of case-insensitive patterns."""
         return self.text.lower()
-
-    @cached_property
-    def _joined(self) -> dict:
-        return {}
 
     def body_text(self, name: str) -> str | None:
         """The section's body lines joined by newlines (`Section.text` before its strip), None without it."""

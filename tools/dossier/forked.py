@@ -8,7 +8,7 @@ thread, so no lock can be held in the child by a thread it does not have.
 Anything that goes wrong in the child (a crash, a signal, a result that does not unpickle)
 makes `Forked.result()` return None, and the caller does that share itself: a broken child
 costs time, never findings. Where fork does not exist (Windows), or the machine has one
-core, or DOSSIER_JOBS=1, `fork_or_none` returns None and the caller runs serially.
+core, or DOSSIER_JOBS=1, `worth_forking` says no and the caller runs serially.
 """
 
 from __future__ import annotations
