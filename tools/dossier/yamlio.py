@@ -9,9 +9,8 @@ Strict where PyYAML is lenient: a duplicate key is an error naming both lines (n
 hundred bytes expands to gigabytes), and a document over MAX_YAML_BYTES is refused.
 
 A document of one-line `key: value` entries (a card's frontmatter) is built directly,
-to the same values, lines and spans (`_load_simple`); any other document of plain
-mappings, lists and scalars is built from libyaml's parse events (`_load_events`);
-anything else (aliases, tags, duplicate keys, errors) goes through PyYAML's constructor.
+to the same values, lines and spans (`_load_simple`); anything else goes through libyaml
+and PyYAML's constructor.
 """
 
 from __future__ import annotations
@@ -236,77 +235,6 @@ def _load_simple(text: str, first_line: int) -> LinedMap | None:
     return out
 
 
-# --- The event walk: any other document of plain mappings, lists and scalars ------------
-# libyaml parses in C; PyYAML's composer then calls the Python resolver three times per
-# node, and its constructor walks the nodes through construct_object's bookkeeping
-# (~50 ms for the playbook, lanes, radar and exclusions at 700 cards). `_load_events`
-# builds from libyaml's events directly what those build (each plain scalar resolved once
-# per distinct text, by `_plain`), with the nodes' lines and spans, and answers None for
-# anything it is not sure of (an anchor or alias, an explicit tag, a key that is no scalar
-# or repeats, more than one document, any error), which then takes the full path, so its
-# error and result stand.
-
-_SCALAR, _MAP_START, _MAP_END = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.MappingEndEvent
-_SEQ_START, _SEQ_END = yaml.SequenceStartEvent, yaml.SequenceEndEvent
-
-
-class _Unsure(Exception):
-    """The event walk met something only the full path builds (or reports) exactly."""
-
-
-def _event_value(get, event, first_line: int):
-    """(value, end mark or None for a scalar) of the node that starts with `event`; `get` reads the next event."""
-    cls = type(event)
-    if event.anchor is not None or event.tag is not None:
-        raise _Unsure  # an anchor (an alias may follow) or a tag, even the default one written out
-    if cls is _SCALAR:
-        return (_plain(event.value) if event.implicit[0] else event.value), None
-    if cls is _MAP_START:
-        out = LinedMap()
-        out.line = event.start_mark.line + first_line
-        key_lines, item_lines, spans = out.key_lines, out.item_lines, out.spans = {}, {}, {}
-        while type(key_event := get()) is not _MAP_END:
-            if type(key_event) is not _SCALAR:
-                raise _Unsure
-            key = _event_value(get, key_event, first_line)[0]
-            if key in key_lines:
-                raise _Unsure  # a duplicate key: the full path names both lines
-            value_event = get()
-            out[key], end = _event_value(get, value_event, first_line)
-            key_mark = key_event.start_mark
-            key_lines[key] = key_mark.line + first_line
-            spans[key] = (value_event.start_mark.index, (end or value_event.end_mark).index, key_mark.column)
-            if type(value_event) is _SEQ_START:
-                item_lines[key] = list(out[key].item_lines)
-        return out, key_event.end_mark
-    if cls is _SEQ_START:
-        items, lines = [], []
-        while type(item := get()) is not _SEQ_END:
-            lines.append(item.start_mark.line + first_line)
-            items.append(_event_value(get, item, first_line)[0])
-        out = LinedList(items)
-        out.line, out.item_lines = event.start_mark.line + first_line, lines
-        return out, item.end_mark
-    raise _Unsure  # an alias
-
-
-def _load_events(text: str, first_line: int):
-    """What `yaml.load` with the full path's loader builds, built from libyaml's events; or None."""
-    loader = _BaseLoader(text)
-    try:
-        get = loader.get_event
-        if type(get()) is not yaml.StreamStartEvent or type(get()) is not yaml.DocumentStartEvent:
-            return None  # an empty stream: the full path's None
-        value = _event_value(get, get(), first_line)[0]
-        if type(get()) is not yaml.DocumentEndEvent or type(get()) is not yaml.StreamEndEvent:
-            return None  # another document follows: the full path's error
-        return value
-    except Exception:  # noqa: BLE001 - _Unsure, a syntax error, or a value its constructor refuses: the full path decides
-        return None
-    finally:
-        loader.dispose()
-
-
 _LOADERS: dict[int, type] = {1: _LinedLoader}
 # Dumping what was read (`dossier lanes show`, site pages) must not need a plain-dict copy first.
 yaml.SafeDumper.add_representer(LinedMap, yaml.representer.SafeRepresenter.represent_dict)
@@ -326,8 +254,6 @@ def parse_yaml(text: str, source: str = "<yaml>", first_line: int = 1):
     if len(text) > MAX_YAML_BYTES:
         raise YamlError(source, first_line, 1, f"{len(text):,} characters; the cap is {MAX_YAML_BYTES:,}")
     built = _load_simple(text, first_line)
-    if built is None:
-        built = _load_events(text, first_line)
     if built is not None:
         return built
     try:
