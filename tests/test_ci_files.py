@@ -105,7 +105,7 @@ def test_published_hook_runs_the_dossier_console_script():
     assert hook["language"] == "python" and hook["pass_filenames"] is False
     program, command = shlex.split(hook["entry"])
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
-    assert scripts[program] == "dossier.cli:main"
+    assert scripts[program] == "dossier.cli:run"
     assert command in cli.commands
     pattern = re.compile(hook["files"])
     assert all(pattern.search(f) for f in HOOK_FILES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from ._base import LazyGroup
+from ._base import LazyGroup, leave
 
 # Each command's module is imported only when that command runs (or help lists them all):
 # `dossier check` need not import find's index, the site or the lanes runner.
@@ -27,6 +27,12 @@ def main():
     """Diff-grounded PR dossier for SGLang Qwen VL / Omni / ASR performance work."""
 
 
+def run() -> None:
+    """The console script and `python -m dossier.cli`: `main`, ended as its command asks
+    (see `_base.exit_quickly`); tests call `main` itself."""
+    leave(main)
+
+
 def command_help(name: str) -> str:
     """`dossier NAME --help` as text; the site shows it without importing click itself."""
     command = main.get_command(None, name)
@@ -35,4 +41,4 @@ def command_help(name: str) -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()

@@ -1,5 +1,5 @@
 """`python -m dossier.cli`: the same as the `dossier` console script (scripts/bench.py runs it so)."""
 
-from . import main
+from . import run
 
-main()
+run()

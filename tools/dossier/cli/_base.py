@@ -14,6 +14,35 @@ from ..config import Config, load_config, parse_pr_number
 from ..errors import DossierError
 
 
+# Set by a command once its work is done and its output written (check): the console script
+# then leaves through os._exit instead of tearing the heap down object by object, which
+# at 700 cards (15 MB of parsed locks, every card) takes 0.1-0.3 s of a process that is
+# ending anyway. Nothing is lost: that command holds no open file, thread or child then.
+_quick_exit = False
+
+
+def exit_quickly(code: int):
+    """End a finished command with `code`; through `run`, without the interpreter's teardown."""
+    global _quick_exit
+    _quick_exit = True
+    sys.exit(code)
+
+
+def leave(group: click.Group) -> None:
+    """Run `group` as the program; leave as `exit_quickly` asked, else as click does."""
+    try:
+        group()
+    except SystemExit as done:
+        if not _quick_exit or not isinstance(done.code, int):
+            raise
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # a reader that went away (`| head`), a closed stream
+                pass
+        os._exit(done.code)
+
+
 class Group(click.Group):
     """Turn DossierError into one line on stderr and exit status 2; Ctrl-C into one line and 130.
 

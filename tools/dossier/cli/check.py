@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import gc
-import sys
 
 import click
 
 from ..errors import DossierError
-from ._base import config_at, repo_paths, root_option
+from ._base import config_at, exit_quickly, repo_paths, root_option
 
 
 @click.command()
@@ -39,7 +38,7 @@ def check(paths, fmt, select, ignore, exit_zero, sources, root):
         click.echo(out)
     elif fmt == "text":
         click.echo("All checks passed.", err=True)
-    sys.exit(0 if exit_zero or not findings else 1)
+    exit_quickly(0 if exit_zero or not findings else 1)
 
 
 @click.command("rule")
