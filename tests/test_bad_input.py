@@ -379,7 +379,7 @@ def test_rewriting_a_file_keeps_its_mode(tmp_path, umask):
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 
-from dossier.evidence import line_hash, lock_digest, write_lock  # noqa: E402
+from dossier.evidence import hunk_lines, line_hash, lock_digest, write_lock  # noqa: E402
 from test_measurements import FAKE, mkb  # noqa: E402,F401 - the fixture: a stand-in repro and its card
 
 OLD_LINE = '+        x = x.to("cuda", non_blocking=True)'
@@ -393,7 +393,7 @@ def test_forged_line_hash_with_recomputed_lock_hash_fails_check_source(kb_card, 
     old, new = line_hash("+", OLD_LINE[1:]), line_hash("+", NEW_LINE[1:])
     for f in lock["files"]:
         for hunk in f["hunks"]:
-            hunk["lines"] = [new if h == old else h for h in hunk["lines"]]
+            hunk["lines"] = "".join(new if h == old else h for h in hunk_lines(hunk))
     lock["lock_sha256"] = lock_digest(lock)
     write_lock(path, lock)
     assert findings(kb_card, select=["G001", "G004"]) == [], "the forgery passes the offline rules"

@@ -1,4 +1,4 @@
-"""Evidence fidelity: excerpts are exact quotations (G001 on schema-2 locks), reviewed
+"""Evidence fidelity: excerpts are exact quotations (G001 on per-hunk locks), reviewed
 files sit in role subsections (S009), test claims name real tests (G009/G010),
 Validation agrees with `lanes:` and with the PR's hardware (L013/L014), and stock
 Validation openers are caught (P008)."""
@@ -12,7 +12,7 @@ import pytest
 from dossier.check import run_check
 from dossier.config import load_config
 from dossier.kb import KnowledgeBase
-from dossier.evidence import SCHEMA, defined_names, file_lines, line_hash, lock_digest
+from dossier.evidence import SCHEMA, defined_names, file_lines, hunk_lines, line_hash, lock_digest
 from dossier.fetch import fetch_git
 
 FILLER = "".join(f"CONST_{i} = {i}\n" for i in range(12))
@@ -141,16 +141,17 @@ def _replace_excerpt(kb, body, heading_hunk="`@@ -3,7 +3,10 @@`"):
     path.write_text(text[:start] + block + text[end:])
 
 
-def test_schema_2_lock_orders_hashes_per_hunk_and_keeps_indentation(kb7):
+def test_lock_orders_hashes_per_hunk_and_keeps_indentation(kb7):
     lock = json.loads((kb7 / "references/evidence/sglang/7.json").read_text())
-    assert lock["schema"] == SCHEMA == 2
+    assert lock["schema"] == SCHEMA == 3
     model = next(f for f in lock["files"] if f["path"] == MODEL)
-    assert "lines" not in model and [len(h["lines"]) for h in model["hunks"]] == [10, 6]
-    first = model["hunks"][0]["lines"]
+    assert "lines" not in model and all(isinstance(h["lines"], str) for h in model["hunks"])  # one string a hunk
+    assert [len(hunk_lines(h)) for h in model["hunks"]] == [10, 6]
+    first = hunk_lines(model["hunks"][0])
     assert first[3] == line_hash("+", '        x = x.to("cuda", non_blocking=True)')
     assert first[3] != line_hash("+", 'x = x.to("cuda", non_blocking=True)')  # indentation counts
-    assert file_lines(model) == first + model["hunks"][1]["lines"]
-    assert lock["stats"]["diff_lines"] == 16 + len(next(f for f in lock["files"] if f["path"] == TEST)["hunks"][0]["lines"])
+    assert file_lines(model) == first + hunk_lines(model["hunks"][1])
+    assert lock["stats"]["diff_lines"] == 16 + len(hunk_lines(next(f for f in lock["files"] if f["path"] == TEST)["hunks"][0]))
     assert lock["test_symbols"] == {TEST: ["TestVision", "TestVision::test_forward_copies_once", "test_helper_sums"]}
     assert lock["lock_sha256"] == lock_digest(lock)
     assert "non_blocking" not in (kb7 / "references/evidence/sglang/7.json").read_text()  # no code text
@@ -160,7 +161,7 @@ def test_good_card_passes_every_card_rule(kb7):
     assert _findings(kb7, ["S", "G", "P", "L"]) == []
 
 
-@pytest.mark.parametrize("body", [
+EXACT = [
     # one run
     '     def forward(self, x):\n+        x = x.to("cuda", non_blocking=True)\n         y = x + 1',
     # uniform dedent of the whole block (4 spaces) keeps a quotation
@@ -171,13 +172,16 @@ def test_good_card_passes_every_card_rule(kb7):
     '+        x = x.to("cuda", non_blocking=True)\n@@ -25,5 +28,5 @@\n-        total += i',
     # an empty line is an empty context line
     '         return z\n\n@@ -25,5 +28,5 @@\n def helper(v):',
-])
+]
+
+
+@pytest.mark.parametrize("body", EXACT)
 def test_exact_quotations_pass(kb7, body):
     _replace_excerpt(kb7, body)
     assert _findings(kb7, ["G001"]) == []
 
 
-@pytest.mark.parametrize("body, fragment", [
+EDITED = [
     # swapped lines
     ('+        x = x.to("cuda", non_blocking=True)\n     def forward(self, x):', "does not follow"),
     # a dropped middle line
@@ -194,7 +198,10 @@ def test_exact_quotations_pass(kb7, body):
     ('-        total += i', "not in the diff of @@ -3,7 +3,10 @@"),
     # a line that is nowhere in the diff
     ('+        x = x.cuda()', "not in the diff"),
-])
+]
+
+
+@pytest.mark.parametrize("body, fragment", EDITED)
 def test_edited_quotations_fire(kb7, body, fragment):
     confined = "of @@" in fragment
     _replace_excerpt(kb7, body, heading_hunk="`@@ -3,7 +3,10 @@`" if confined else "")
@@ -309,8 +316,9 @@ def test_stock_validation_openers_fire(kb7, opener):
 
 
 def test_lock_digest_is_sorted_key_ascii_json_of_the_lock_without_its_hash():
-    """lock_digest's prebuilt encoder writes what `json.dumps(body, sort_keys=True)` writes, so
-    digests already in locks stay valid: non-ASCII text, escapes, NaN, nested and odd values."""
+    """For a schema 1 or 2 lock (here one without `schema`), lock_digest's prebuilt encoder writes
+    what `json.dumps(body, sort_keys=True)` writes, so digests already in locks stay valid:
+    non-ASCII text, escapes, NaN, nested and odd values."""
     import hashlib
 
     lock = {"pr": 7, "title": "Qwen3-VL: ü “quotes” \"q\" \\ \t\n\x00 \u2028", "lock_sha256": "x",

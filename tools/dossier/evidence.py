@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+import orjson
 import unidiff
 
 from . import __version__
@@ -19,8 +20,14 @@ from .fsio import read_text, write_atomic
 
 # Schema 2: line hashes live per hunk, in diff order, and keep leading whitespace,
 # so an excerpt can be checked as a contiguous, in-order, exactly indented quotation.
-SCHEMA = 2
+# Schema 3 holds the same hashes, each hunk's as one string (the fixed-width entries
+# concatenated), and its lock_sha256 is over compact UTF-8 JSON: a lock is then a few
+# thousand strings, not half a million, and reads and hashes several times faster
+# (`dossier check` reads every lock). Both schemas are read; locks are written as 3.
+SCHEMA = 3
+HUNK_SCHEMA = 2  # the first schema with ordered per-hunk hashes, which excerpts need
 LINE_HASH_LEN = 10
+ENTRY_LEN = LINE_HASH_LEN + 1  # a sign, then the hash
 _DEF = re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
 _SECTION_NAME = re.compile(r"(?:def|class)\s+([A-Za-z_]\w*)")
 _ASSIGN = re.compile(r"^([A-Z_][A-Z0-9_]{2,})\s*[:=]")
@@ -35,9 +42,18 @@ def line_hash(sign: str, text: str) -> str:
     return sign + digest.hexdigest()[:LINE_HASH_LEN]
 
 
+def hunk_lines(hunk: dict) -> list[str]:
+    """A hunk's line hashes in diff order, from either schema's `lines` (a list, or the
+    entries concatenated in one string)."""
+    lines = hunk.get("lines")
+    if isinstance(lines, str):
+        return [lines[i:i + ENTRY_LEN] for i in range(0, len(lines), ENTRY_LEN)]
+    return lines if isinstance(lines, list) else []
+
+
 def file_lines(facts: dict) -> list[str]:
     """Every line hash of one file of a lock, in diff order (hunks concatenated)."""
-    return [h for hunk in facts.get("hunks", []) for h in hunk.get("lines", [])]
+    return [h for hunk in facts.get("hunks", []) for h in hunk_lines(hunk)]
 
 
 _DEF_INDENT = re.compile(r"^(\s*)(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)")
@@ -190,24 +206,46 @@ def build_lock(meta: dict, diff: bytes | str, source: dict, repo_name: str, url:
         "non_utf8": bad_bytes,
         "files": files,
     }
+    for f in files:
+        for hunk in f["hunks"]:
+            hunk["lines"] = "".join(hunk["lines"])  # schema 3: one string per hunk
     lock["lock_sha256"] = lock_digest(lock)
     return lock
 
 
-# `json.dumps(body, sort_keys=True)` with the encoder built once, not per lock; a lock is
-# parsed JSON or built from a diff, never circular, so the circular-reference check is skipped.
+# Schema 2's canonical form, `json.dumps(body, sort_keys=True)`, with the encoder built once;
+# a lock is parsed JSON or built from a diff, never circular, so that check is skipped.
 _CANONICAL = json.JSONEncoder(sort_keys=True, check_circular=False)
+# Schema 3's: sorted keys, no whitespace, UTF-8. orjson writes it about five times faster
+# than json, and the same bytes for everything a lock holds (strings, integers, booleans,
+# null, lists, objects; tests/test_lock_schema.py compares them). Where orjson refuses a
+# value (an integer past 64 bits, a lone surrogate from a `\\ud800` escape) json writes it.
+# No writer puts a float in a lock; a hand-edited one is hashed as orjson writes it.
+_COMPACT = json.JSONEncoder(sort_keys=True, check_circular=False, ensure_ascii=False, separators=(",", ":"))
+
+
+def canonical_bytes(body: dict) -> bytes:
+    """Schema 3's canonical JSON of a lock body: sorted keys, no whitespace, UTF-8."""
+    try:
+        return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return _COMPACT.encode(body).encode("utf-8", "surrogatepass")
 
 
 def lock_digest(lock: dict) -> str:
-    """sha256 of the lock without its own `lock_sha256`, as sorted-key, ASCII-only JSON."""
+    """sha256 of the lock without its own `lock_sha256`: as sorted-key, ASCII-only JSON with
+    json's default separators for schema 1 and 2, as `canonical_bytes` from schema 3 on."""
     body = {k: v for k, v in lock.items() if k != "lock_sha256"}
+    schema = body.get("schema")
+    if isinstance(schema, int) and not isinstance(schema, bool) and schema >= 3:
+        return hashlib.sha256(canonical_bytes(body)).hexdigest()
     return hashlib.sha256(_CANONICAL.encode(body).encode()).hexdigest()
 
 
 def dump_lock(lock: dict) -> str:
     text = json.dumps(lock, indent=1, sort_keys=False, ensure_ascii=False)
-    # One line per file's hash list keeps locks short and their git diffs readable.
+    # One line per hunk's hashes keeps locks short and their git diffs readable (a schema 3
+    # hunk's are one string already; a schema 2 list is put on one line).
     return re.sub(r'"lines": \[[^\]]*\]', lambda m: '"lines": ' + json.dumps(json.loads(m.group(0)[9:])), text) + "\n"
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .evidence import line_hash
+from .evidence import ENTRY_LEN, hunk_lines, line_hash
 
 ELISION = "..."
 _HUNK = re.compile(r"^(@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@)")
@@ -88,7 +88,13 @@ def _find(run: Run, hunks: list[dict], dedent: int, after: tuple[int, int]) -> t
         if hi < after[0] or (run.hunk and hunk["header"] != run.hunk):
             continue
         seq = hunk.get("lines", [])
-        off, stop = (after[1] if hi == after[0] else 0), len(seq) - n + 1
+        off = after[1] if hi == after[0] else 0
+        if isinstance(seq, str):  # schema 3: the entries in one string, found by str.find
+            pos = _find_packed(seq, "".join(want), off)
+            if pos is not None:
+                return hi, pos
+            continue
+        stop = len(seq) - n + 1
         while off < stop:
             try:  # list.index finds each candidate first line at C speed
                 off = seq.index(want[0], off, stop)
@@ -100,9 +106,20 @@ def _find(run: Run, hunks: list[dict], dedent: int, after: tuple[int, int]) -> t
     return None
 
 
+def _find_packed(packed: str, want: str, off: int) -> int | None:
+    """Entry index of the first occurrence of the entries `want` in `packed` at or after
+    entry `off`. Signs are not hex digits, so in a well-formed lock a match starts on an
+    entry boundary; the boundary test keeps a damaged one (an entry of another width) from
+    matching across entries."""
+    at = packed.find(want, off * ENTRY_LEN)
+    while at != -1 and at % ENTRY_LEN:
+        at = packed.find(want, at - at % ENTRY_LEN + ENTRY_LEN)  # the next boundary on
+    return None if at == -1 else at // ENTRY_LEN
+
+
 def _dedents(runs: list[Run], hunks: list[dict]) -> list[int]:
     """Dedent amounts worth trying: those under which the block's first line exists at all."""
-    every = {h for hunk in hunks for h in hunk.get("lines", [])}
+    every = {h for hunk in hunks for h in hunk_lines(hunk)}
     first = next((l for r in runs for l in r.lines if l.body.strip()), None)
     if first is None:
         return [0]
@@ -140,7 +157,7 @@ def _match_runs(runs: list[Run], hunks: list[dict], dedent: int) -> list[Problem
 
 def _diagnose(run: Run, hunks: list[dict], dedent: int) -> Problem:
     """Say which line breaks the run, and how."""
-    every = {h for hunk in hunks if not run.hunk or hunk["header"] == run.hunk for h in hunk.get("lines", [])}
+    every = {h for hunk in hunks if not run.hunk or hunk["header"] == run.hunk for h in hunk_lines(hunk)}
     where = f" of {run.hunk}" if run.hunk else ""
     if _find(run, hunks, dedent, (0, 0)) is not None:
         return Problem(run.lines[0].number, f"run is out of diff order: it comes before the previous run{where}; "

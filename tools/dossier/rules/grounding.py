@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from ..evidence import SCHEMA
+from ..evidence import HUNK_SCHEMA, hunk_lines
 from ..quotes import match_block
 from .base import Finding, rule
 
@@ -28,15 +28,15 @@ def excerpt_not_quotation(ctx, card):
     The whole block may be dedented uniformly; nothing else may change. Swapped lines,
     a dropped middle line, a context line shown as `+`, a re-indented line, and lines
     of two hunks with no `...` between them all fire. The lock holds the ordered
-    per-hunk hashes this is checked against (schema 2).
+    per-hunk hashes this is checked against (schema 2 on).
     """
     lock = ctx.card_lock(card)
     if lock is None:
         return
-    if lock.get("schema", 1) < SCHEMA:
+    if lock.get("schema", 1) < HUNK_SCHEMA:
         path = ctx.rel(ctx.config.lock_path(card.path.parent.name, int(card.path.stem)))
         yield Finding(path, 1, 1, "G001", f"lock has schema {lock.get('schema', 1)}, excerpts need schema "
-                                          f"{SCHEMA} (ordered per-hunk hashes): re-run dossier fetch")
+                                          f"{HUNK_SCHEMA} (ordered per-hunk hashes): re-run dossier fetch")
         return
     files = ctx.lock_files(lock)
     for ex in card.excerpts:
@@ -131,9 +131,9 @@ def _hunk_drift(lock: dict, fresh: dict) -> list[str]:
         for i, (ha, hb) in enumerate(zip(a, b), start=1):
             if not isinstance(ha, dict) or ha.get("header") != hb["header"]:
                 out.append(f"{p}: hunk {i} header differs")
-            elif ha.get("lines") != hb["lines"]:
-                bad = next((j for j, (x, y) in enumerate(zip(ha.get("lines") or [], hb["lines"]), start=1) if x != y),
-                           min(len(ha.get("lines") or []), len(hb["lines"])) + 1)
+            elif (mine_lines := hunk_lines(ha)) != (fresh_lines := hunk_lines(hb)):
+                bad = next((j for j, (x, y) in enumerate(zip(mine_lines, fresh_lines), start=1) if x != y),
+                           min(len(mine_lines), len(fresh_lines)) + 1)
                 out.append(f"{p}: hunk {i} ({hb['header']}) line hash {bad} differs")
     return out
 
