@@ -61,15 +61,24 @@ class Section:
     line: int
     body: list[tuple[int, str]] = field(default_factory=list)
     _prose: str | None = field(default=None, repr=False, compare=False)
+    _joined: str | None = field(default=None, repr=False, compare=False)
 
     @property
     def text(self) -> str:
-        return "\n".join(t for _, t in self.body).strip()
+        return self.joined.strip()
+
+    @property
+    def joined(self) -> str:
+        """The body lines joined by newlines, unstripped: built once for every rule that reads
+        the section whole (its prose, `Card.body_text`, `Card.bodies_text`)."""
+        if self._joined is None:
+            self._joined = "\n".join([t for _, t in self.body])
+        return self._joined
 
     def prose(self) -> str:
         """Body without fenced code blocks and headings (computed once: several rules read it)."""
         if self._prose is None:
-            text = "\n".join([t for _, t in self.body])
+            text = self.joined
             # Most sections have no fence and no heading line: then the prose is every line.
             if "```" in text or "~~~" in text or text.startswith("#") or "\n#" in text:
                 out, fenced = [], False
@@ -118,9 +127,10 @@ class Card:
     def key_line(self, key: str) -> int:
         return self.meta_lines.get(key, 2)
 
-    @property
+    @cached_property
     def cid(self) -> str:
-        """`repo/pr`, the id playbook entries and supersession use."""
+        """`repo/pr`, the id playbook entries and supersession use (several rules ask, and
+        each `path.parent` is a new Path)."""
         return f"{self.path.parent.name}/{self.path.stem}"
 
     # Text the per-card rules derive from the card, computed once: a dozen rules read each
@@ -136,7 +146,7 @@ class Card:
         joined = self._joined
         if name not in joined:
             sec = self.sections.get(name)
-            joined[name] = None if sec is None else "\n".join([t for _, t in sec.body])
+            joined[name] = None if sec is None else sec.joined
         return joined[name]
 
     def bodies_text(self, names: tuple[str, ...]) -> str:
@@ -144,7 +154,8 @@ class Card:
         reading them one by one sees: a missing or empty section adds none)."""
         joined = self._joined
         if names not in joined:
-            joined[names] = "\n".join([t for name in names if (sec := self.sections.get(name)) for _, t in sec.body])
+            # Each section's joined lines, joined again: a section without lines adds none.
+            joined[names] = "\n".join([sec.joined for name in names if (sec := self.sections.get(name)) and sec.body])
         return joined[names]
 
     def bodies_lower(self, names: tuple[str, ...]) -> str:

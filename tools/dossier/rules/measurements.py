@@ -112,10 +112,10 @@ def measured_number_by_hand(ctx, card):
     counts: the frontmatter's facts (`additions: 100`), fenced code and `code spans`
     are not measurements.
     """
-    rec = ctx.measurement_records.get(f"{card.path.parent.name}#{card.path.stem}")
+    rec = ctx.measurement_records.get(card.cid.replace("/", "#"))  # `repo#pr`
     numbers = _record_numbers(rec[1]) if rec and isinstance(rec[1], dict) else set()
     # lower() leaves digits as they are: a card without "200" cannot hold the heading.
-    if not numbers and ("200" not in card.text or "measured on h200" not in card.text.lower()):
+    if not numbers and ("200" not in card.text or "measured on h200" not in card.text_lower):
         return
     inside = fenced = False
     lines = card.text.split("\n")

@@ -134,11 +134,12 @@ def card_path(ctx, card):
     meta = card.meta
     if meta is None:
         return
-    if card.path.parent.name not in ctx.config.repos:
-        yield _f(ctx, card, 1, "S006", f"folder '{card.path.parent.name}' is not a registered repo")
-    if meta.get("repo") and meta["repo"] != card.path.parent.name:
-        yield _f(ctx, card, card.key_line("repo"), "S006", f"repo '{meta['repo']}' but the card lives under '{card.path.parent.name}/'")
-    if meta.get("pr") is not None and str(meta.get("pr")) != card.path.stem:
+    folder, _, stem = card.cid.partition("/")  # path.parent.name, path.stem
+    if folder not in ctx.config.repos:
+        yield _f(ctx, card, 1, "S006", f"folder '{folder}' is not a registered repo")
+    if meta.get("repo") and meta["repo"] != folder:
+        yield _f(ctx, card, card.key_line("repo"), "S006", f"repo '{meta['repo']}' but the card lives under '{folder}/'")
+    if meta.get("pr") is not None and str(meta.get("pr")) != stem:
         yield _f(ctx, card, card.key_line("pr"), "S006", f"pr {meta['pr']} but the file is named {card.path.name}")
 
 
