@@ -115,3 +115,42 @@ def test_a_script_runs_once_for_its_options_and_all_its_dry_runs(tmp_path):
     finally:
         interp.close()
     assert runs.read_text() == "loaded\n"
+
+
+# What a script run as a lane sees of itself: its globals, argv[0] and its sys.modules entry.
+_SEES = ("import json, sys\n"
+         "seen = {k: v if isinstance(v, (str, type(None))) else type(v).__name__ for k, v in globals().items()}\n"
+         "seen.update(argv0=sys.argv[0], entry=getattr(sys.modules.get(__name__), '__name__', None))\n"
+         "open(sys.argv[0] + '.seen', 'a').write(json.dumps(seen) + '\\n')\n")
+
+
+def test_a_script_loads_from_its_cached_bytecode_as_runpy_would_load_it(tmp_path, monkeypatch):
+    import runpy
+    import sys
+
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)  # the interpreter's, to see the cache
+    folder = tmp_path / "playbook" / "lanes"
+    folder.mkdir(parents=True)
+    (folder / "_lane.py").write_text("class Lane:\n    pass\n")
+    (folder / "_runner.py").write_text("import argparse\n\ndef build_parser(lane):\n    return argparse.ArgumentParser()\n")
+    script = folder / "sees.py"
+    script.write_text('"""A script."""\n' + _SEES)
+    # not a file: no bytecode to load, so runpy runs it (a folder: its __main__.py)
+    odd = folder / "odd.py"
+    odd.mkdir()
+    (odd / "__main__.py").write_text(_SEES.replace("sys.argv[0] + '.seen'", "__file__ + '.seen'"))
+    interp = LaneInterpreter(tmp_path)
+    try:
+        interp.call("options", str(folder), timeout=30)
+    finally:
+        interp.close()
+    assert (folder / "__pycache__" / f"sees.{sys.implementation.cache_tag}.pyc").is_file()  # fast path taken
+    argv0 = sys.argv[0]
+    for path, record in ((script, script.parent / "sees.py.seen"), (odd, odd / "__main__.py.seen")):
+        sys.argv[0] = str(path)  # as the interpreter's options probe has it
+        try:
+            runpy.run_path(str(path), run_name="lane_script")
+        finally:
+            sys.argv[0] = argv0
+        served, direct = record.read_text().splitlines()
+        assert served == direct, path.name

@@ -72,7 +72,8 @@ class Lane:
         return args.served_name or self.default_served or args.model
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
-        pass
+        """This lane's own options: from the class and at most the environment, nothing else
+        (a process that runs the lane many times reuses the parser: _runner.reused_parser)."""
 
     def label(self, args) -> str:
         """The lane id this invocation stands for (one script can serve several lanes)."""

@@ -63,6 +63,34 @@ def build_parser(lane: Lane) -> argparse.ArgumentParser:
     return p
 
 
+# Scalar defaults only: a parse hands each option its default object itself, so a list or dict
+# default changed by one run would leak into the next run of a reused parser.
+_SCALARS = (type(None), bool, int, float, str)
+_PARSERS: dict[tuple, argparse.ArgumentParser] = {}
+
+
+def reused_parser(lane: Lane) -> argparse.ArgumentParser:
+    """`build_parser(lane)`, built once per lane class in a process that runs lanes many times
+    (dossier's lane interpreter runs every card's --dry-run in one process).
+
+    Reusing is safe: parse_args does not change a parser, and a rebuilt one would be the same,
+    since build_parser reads the lane's class (an instance without attributes of its own), the
+    program name argparse takes from sys.argv[0] and, in add_arguments, at most the environment,
+    all three in the key. A lane with instance attributes or a non-scalar default gets a fresh one.
+    """
+    if vars(lane):
+        return build_parser(lane)
+    key = (type(lane), os.path.basename(sys.argv[0]), tuple(os.environ.items()))
+    parser = _PARSERS.get(key)
+    if parser is None:
+        parser = build_parser(lane)
+        defaults = [a.default for a in parser._actions] + list(parser._defaults.values())
+        if not all(type(d) in _SCALARS for d in defaults):
+            return parser
+        _PARSERS[key] = parser
+    return parser
+
+
 def launch_argv(lane: Lane, args) -> list[str]:
     if args.server_cmd:
         try:
@@ -233,7 +261,7 @@ def _measure(lane: Lane, args, argv_server: list[str] | None, env: dict, engine:
 
 
 def _main(lane: Lane, argv: list[str] | None) -> int:
-    args = build_parser(lane).parse_args(argv)
+    args = reused_parser(lane).parse_args(argv)
     lane.name = args.lane_id or lane.label(args)
     if args.compare:
         return _compare(lane, args.compare)

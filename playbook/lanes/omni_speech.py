@@ -17,6 +17,7 @@ SGLANG_OMNI_ROOT), with a placement for --gpus 1, 2 or 3 (see PLACEMENTS) spelt 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -78,6 +79,7 @@ def checkout_version(root: str | None) -> str | None:
     return m.group(1) if m else None
 
 
+@functools.cache  # once per process: dossier's lane interpreter runs every --dry-run in one
 def installed_omni() -> str | None:
     """The sglang-omni version installed for this interpreter, if any (no import of it)."""
     from importlib.metadata import PackageNotFoundError, version

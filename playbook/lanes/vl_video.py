@@ -14,6 +14,7 @@ tensors; see _processor.py for why HTTP cannot carry it).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -41,6 +42,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(m) for m in re.findall(r"\d+", text.lstrip("v").split("rc")[0].split(".post")[0])[:3])
 
 
+@functools.cache  # once per process: dossier's lane interpreter runs every --dry-run in one
 def installed_sglang() -> str | None:
     """The sglang version installed for this interpreter, if any (no import of sglang)."""
     try:
