@@ -40,7 +40,7 @@ def lane_class(ns, run_name):
 """
 
 _SERVER = LANE_CLASS + r"""
-import contextlib, importlib.machinery, io, json, os, runpy, sys, types
+import contextlib, io, json, os, runpy, sys
 MARK = sys.argv[1]
 base_path = list(sys.path)
 # The scripts of the current folder, each run once (not as __main__) for both the option probe
@@ -61,33 +61,10 @@ def enter(folder):
     sys.path[:] = base_path
     namespaces, loaded, current = {}, {}, folder
 
-def run_path(script):
-    # runpy.run_path(script, run_name=RUN_NAME), but with the bytecode that an import would use
-    # (__pycache__, checked against the source's mtime and size): runpy compiles the source
-    # every time, ~2 ms a script. The same globals, the same temporary sys.modules entry and argv[0].
-    try:
-        code = importlib.machinery.SourceFileLoader(RUN_NAME, script).get_code(RUN_NAME)
-    except Exception:  # missing, unreadable, a folder, not Python: runpy does it and says why
-        return runpy.run_path(script, run_name=RUN_NAME)
-    module = types.ModuleType(RUN_NAME)
-    module.__dict__.update(__name__=RUN_NAME, __file__=script, __cached__=None, __doc__=None,
-                           __loader__=None, __package__="", __spec__=None)
-    had, saved, argv0 = RUN_NAME in sys.modules, sys.modules.get(RUN_NAME), sys.argv[0]
-    sys.modules[RUN_NAME], sys.argv[0] = module, script
-    try:
-        exec(code, module.__dict__)
-    finally:
-        sys.argv[0] = argv0
-        if had:
-            sys.modules[RUN_NAME] = saved
-        else:
-            del sys.modules[RUN_NAME]
-    return module.__dict__.copy()
-
 def load(script):
     # A script that failed to load is not kept: the next request tries it again and fails alike.
     if script not in namespaces:
-        namespaces[script] = run_path(script)
+        namespaces[script] = runpy.run_path(script, run_name=RUN_NAME)
     return namespaces[script]
 
 def options(folder):
