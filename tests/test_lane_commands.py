@@ -7,7 +7,7 @@ import json
 from test_playbook import GOOD, findings, make_kb
 from test_script_links import CARD
 
-from dossier.lane_options import lane_options, options_cached
+from dossier.lane_options import lane_options, options_cached, probe_ahead
 from dossier.rules.lane_commands import lane_invocations
 
 
@@ -32,6 +32,20 @@ def test_options_cached_says_whether_a_cold_run_must_start_the_lane_subprocess(k
     script = kb / "playbook" / "lanes" / "omni_speech.py"
     script.write_text(script.read_text() + "\n# edited\n")
     assert not options_cached(kb)  # a lane changed: its options are probed again
+
+
+def test_the_probe_sent_ahead_gives_lane_options_their_answer(kb):
+    from dossier.lane_interpreter import LaneInterpreter
+
+    interp = LaneInterpreter(kb)
+    try:
+        assert probe_ahead(kb, interp) and interp._ahead  # cold: sent, its answer pending
+        found = lane_options(kb, interp)
+        assert not interp._ahead and not interp._answered  # the early answer was the one taken
+        assert found == lane_options(kb) and "--gpus" in found["omni_speech.py"]["options"]
+        assert not probe_ahead(kb, interp) and not interp._ahead  # cached now: nothing sent
+    finally:
+        interp.close()
 
 
 def _card(kb, line):

@@ -44,7 +44,7 @@ def test_an_unknown_request_or_a_dead_interpreter_is_none_not_a_crash(tmp_path):
     interp = LaneInterpreter(tmp_path)
     try:
         assert interp.call("no-such-op", None, timeout=30) is None
-        interp.start()
+        assert interp.call("dry_runs", [], timeout=30) == []
         interp._proc.kill()
         interp._proc.wait()
         ok = _script(tmp_path, "ok.py", "print('again')\n")
@@ -116,3 +116,33 @@ def test_a_script_runs_once_for_its_options_and_all_its_dry_runs(tmp_path):
         interp.close()
     assert runs.read_text() == "loaded\n"
 
+
+
+def test_a_request_sent_ahead_is_answered_once_when_asked_and_others_are_not_confused(tmp_path):
+    runs = tmp_path / "runs"
+    slow = _script(tmp_path, "slow.py", f"import time\ntime.sleep(0.3)\nopen({str(runs)!r}, 'a').write('slow\\n')\n"
+                                        "print('slow done')\n")
+    quick = _script(tmp_path, "quick.py", "print('quick')\n")
+    interp = LaneInterpreter(tmp_path)
+    try:
+        interp.send_ahead("dry_runs", [[slow, []]])
+        # another request first: its answer is its own, the early one is kept for its caller
+        assert interp.call("dry_runs", [[quick, []]], timeout=30) == [[0, "quick\n", ""]]
+        assert interp.call("dry_runs", [[slow, []]], timeout=30) == [[0, "slow done\n", ""]]
+        assert runs.read_text() == "slow\n"  # answered from the early run, not run again
+        assert interp.call("dry_runs", [[slow, []]], timeout=30) == [[0, "slow done\n", ""]]
+        assert runs.read_text() == "slow\n" * 2  # a second call is a second request
+    finally:
+        interp.close()
+
+
+def test_a_request_sent_ahead_to_an_interpreter_that_died_is_asked_again(tmp_path):
+    ok = _script(tmp_path, "ok.py", "print('fine')\n")
+    interp = LaneInterpreter(tmp_path)
+    try:
+        interp.send_ahead("dry_runs", [[ok, []]])
+        interp._proc.kill()
+        interp._proc.wait()
+        assert interp.call("dry_runs", [[ok, []]], timeout=30) == [[0, "fine\n", ""]]
+    finally:
+        interp.close()

@@ -151,15 +151,26 @@ class LaneInterpreter:
         self._mark = ""
         self._lock = threading.Lock()
         self._finalizer = None
+        self._ahead: list[str] = []  # requests sent ahead, whose answers are still in the pipe
+        self._answered: dict[str, bytes] = {}  # answers to requests sent ahead, read before asked for
 
-    def start(self) -> None:
-        """Start the interpreter now (it is also started by the first call), so its imports
-        run on another core while the caller goes on."""
+    def send_ahead(self, op: str, arg) -> None:
+        """Send a request now, so the interpreter works on it while the caller goes on (on a
+        cold check, while the cards load); the `call` with the same request takes its answer."""
         with self._lock:
-            self._ensure()
+            proc = self._ensure()
+            request = json.dumps([op, arg])
+            try:
+                proc.stdin.write((request + "\n").encode())
+                proc.stdin.flush()
+            except OSError:
+                self._broken()
+                return
+            self._ahead.append(request)
 
     def _ensure(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
+            self._ahead, self._answered = [], {}  # a new interpreter owes nothing
             self._mark = f"\x1edossier-{secrets.token_hex(8)}\x1e"
             self._proc = subprocess.Popen([sys.executable, "-c", _SERVER, self._mark], cwd=self.root,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -171,10 +182,19 @@ class LaneInterpreter:
         """The answer to one request, or None (died, timed out, or answered what is not JSON)."""
         with self._lock:
             proc = self._ensure()
+            request = json.dumps([op, arg])
             try:
-                proc.stdin.write((json.dumps([op, arg]) + "\n").encode())
-                proc.stdin.flush()
-                line = _read_answer(proc, self._mark.encode(), timeout)
+                # Answers come in the order asked: those to requests sent ahead come first.
+                while request not in self._answered and self._ahead:
+                    line = _read_answer(proc, self._mark.encode(), timeout)
+                    if line is None:
+                        return self._broken()
+                    self._answered[self._ahead.pop(0)] = line
+                line = self._answered.pop(request, None)
+                if line is None:
+                    proc.stdin.write((request + "\n").encode())
+                    proc.stdin.flush()
+                    line = _read_answer(proc, self._mark.encode(), timeout)
                 return json.loads(line) if line is not None else self._broken()
             except (OSError, ValueError):
                 return self._broken()

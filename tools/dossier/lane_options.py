@@ -107,12 +107,27 @@ def lane_options(root: Path, interpreter: LaneInterpreter | None = None) -> dict
     hit = cache.get(key)
     if hit is not None:
         return hit
-    found = ask(root, interpreter, "options", str(Path(root) / LANES_DIR), _TIMEOUT)
+    found = ask(root, interpreter, *_probe(root), _TIMEOUT)
     if not isinstance(found, dict):
         return {}
     cache.put(key, found)
     cache.save(keep={key})
     return found
+
+
+def _probe(root: Path) -> tuple[str, str]:
+    """The lane interpreter's request for the options of every script in the lane folder."""
+    return "options", str(Path(root) / LANES_DIR)
+
+
+def probe_ahead(root: Path, interpreter: LaneInterpreter) -> bool:
+    """When the options are not cached, send their probe to `interpreter` now (it starts
+    the interpreter), so it runs while the caller goes on; `lane_options` then takes the
+    answer. Whether it was sent."""
+    if options_cached(root):
+        return False
+    interpreter.send_ahead(*_probe(root))
+    return True
 
 
 def options_cached(root: Path) -> bool:

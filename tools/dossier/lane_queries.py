@@ -41,12 +41,12 @@ class LaneQueries:
         return LaneInterpreter(self.root)
 
     def start_lane_interpreter_if_cold(self) -> None:
-        """Start the lane subprocess now when the lane scripts' options are not cached (a cold
-        run, or the lanes changed): its imports then overlap reading the cards."""
-        from .lane_options import options_cached
+        """When the lane scripts' options are not cached (a cold run, or the lanes changed),
+        start the lane subprocess and send it the options probe now: its imports and the
+        probe then run on the other core while the cards load."""
+        from .lane_options import probe_ahead
 
-        if not options_cached(self.root):
-            self.lane_interpreter.start()
+        probe_ahead(self.root, self.lane_interpreter)
 
     def close_lane_interpreter(self) -> None:
         if "lane_interpreter" in self.__dict__:
