@@ -222,8 +222,8 @@ def _prose_card(rng: random.Random, number: int):
 
 def test_card_prose_equals_reading_sentence_by_sentence(monkeypatch):
     calls = []
-    real = _prose._shapes
-    monkeypatch.setattr(_prose, "_shapes", lambda parts: calls.append(1) or real(parts))
+    real = _prose._shapes_apart
+    monkeypatch.setattr(_prose, "_shapes_apart", lambda parts: calls.append(1) or real(parts))
     rng = random.Random(17)
     taken = {"card at once": 0, "some section alone": 0, "separator in card": 0}
     for number in range(3000):

@@ -120,7 +120,24 @@ def _shapes(parts: list[str]) -> list[str]:
             shapes = _blanked(joined).lower().split("\0")
             if len(shapes) == len(parts):
                 return shapes
-    return [(_blanked(p) if _MAY_BLANK.search(p) else p).lower() for p in parts]
+            return _shapes_apart(parts)
+    return [_shape_alone(p) for p in parts]
+
+
+def _shape_alone(part: str) -> str:
+    return (_blanked(part) if _MAY_BLANK.search(part) else part).lower()
+
+
+def _shapes_apart(parts: list[str]) -> list[str]:
+    """_shapes of parts (none holding a NUL) that a code span runs across when joined.
+
+    Every backtick starts or ends a code span where one can (no other match takes one), so
+    in a part with an even number of backticks each span closes inside the part: those
+    parts are still blanked as one text, and only the others one by one."""
+    odd = [part.count("`") & 1 for part in parts]
+    even = [part for part, o in zip(parts, odd) if not o]
+    together = iter(_blanked("\0".join(even)).lower().split("\0") if even else ())
+    return [_shape_alone(part) if o else next(together) for part, o in zip(parts, odd)]
 
 
 def _section_parts(sec):
@@ -144,7 +161,7 @@ def _card_shapes(card, names: list[str]) -> list[list[str]]:
     several per sentence) where that gives what shaping each sentence alone gives: the
     card holds no separator, and no code span runs across one (it would swallow it: the
     counts tell). A section a code span runs through (or every section, when one runs
-    from a section into the next) is shaped through _shapes, as before."""
+    from a section into the next) is shaped as _shapes does then (_shapes_apart)."""
     if _SENTENCE_SEP in card.text or _SECTION_SEP in card.text:
         return [_shapes([part for *_, parts in _section_parts(card.sections[name]) for part in parts])
                 for name in names]
@@ -153,11 +170,11 @@ def _card_shapes(card, names: list[str]) -> list[list[str]]:
     shaped = _blanked(cut).lower()
     cut_sections = cut.split(_SECTION_SEP)
     if shaped.count(_SECTION_SEP) != len(cut_sections) - 1:
-        return [_shapes(section.split(_SENTENCE_SEP)) for section in cut_sections]
+        return [_shapes_apart(section.split(_SENTENCE_SEP)) for section in cut_sections]
     out = []
     for section, blanked in zip(cut_sections, shaped.split(_SECTION_SEP)):
         shapes = blanked.split(_SENTENCE_SEP)
-        out.append(shapes if len(shapes) == section.count(_SENTENCE_SEP) + 1 else _shapes(section.split(_SENTENCE_SEP)))
+        out.append(shapes if len(shapes) == section.count(_SENTENCE_SEP) + 1 else _shapes_apart(section.split(_SENTENCE_SEP)))
     return out
 
 
