@@ -140,12 +140,14 @@ def _shapes_apart(parts: list[str]) -> list[str]:
     return [_shape_alone(part) if o else next(together) for part, o in zip(parts, odd)]
 
 
-def _section_parts(sec):
-    """(first line, lines, text, sentences) of each paragraph of a section: the sentences
-    are its text cut where a sentence ends, as every reading of them cuts it."""
-    for start, lines in paragraphs(sec):
+def _cut(paras) -> list[tuple[int, list[str], str, list[str]]]:
+    """(first line, lines, text, sentences) of each paragraph: the sentences are its text
+    cut where a sentence ends, as every reading of them cuts it."""
+    out = []
+    for start, lines in paras:
         text = " ".join(lines)
-        yield start, lines, text, _SENTENCE_END.split(text)
+        out.append((start, lines, text, _SENTENCE_END.split(text)))
+    return out
 
 
 # A card's judgement sections are shaped as one text: sentences (and paragraphs) apart by
@@ -154,8 +156,8 @@ def _section_parts(sec):
 _SENTENCE_SEP, _SECTION_SEP = "\0", "\1"
 
 
-def _card_shapes(card, names: list[str]) -> list[list[str]]:
-    """Per section named, the shape of each of its sentences, in order.
+def _card_shapes(card, sections: list[list[tuple[int, list[str]]]]) -> list[list[str]]:
+    """Per section (its paragraphs), the shape of each of its sentences, in order.
 
     The sections are cut, blanked and lower-cased as one text (a few C calls per card, not
     several per sentence) where that gives what shaping each sentence alone gives: the
@@ -163,10 +165,9 @@ def _card_shapes(card, names: list[str]) -> list[list[str]]:
     counts tell). A section a code span runs through (or every section, when one runs
     from a section into the next) is shaped as _shapes does then (_shapes_apart)."""
     if _SENTENCE_SEP in card.text or _SECTION_SEP in card.text:
-        return [_shapes([part for *_, parts in _section_parts(card.sections[name]) for part in parts])
-                for name in names]
+        return [_shapes([part for *_, parts in _cut(paras) for part in parts]) for paras in sections]
     cut = _SENTENCE_END.sub(_SENTENCE_SEP, _SECTION_SEP.join([
-        _SENTENCE_SEP.join([" ".join(lines) for _, lines in paragraphs(card.sections[name])]) for name in names]))
+        _SENTENCE_SEP.join([" ".join(lines) for _, lines in paras]) for paras in sections]))
     shaped = _blanked(cut).lower()
     cut_sections = cut.split(_SECTION_SEP)
     if shaped.count(_SECTION_SEP) != len(cut_sections) - 1:
@@ -185,12 +186,12 @@ class CardProse:
     once asked for (P006 alone never needs them)."""
 
     def __init__(self, card):
-        self._card = card
         self._names = [name for name in JUDGEMENT if name in card.sections]
+        self._paras = [list(paragraphs(card.sections[name])) for name in self._names]
         self._keeps: list[list[bool]] = []  # per section: which sentences have enough words
         self.shapes: list[str] = []
         self._words: dict[str, list[str]] = {}  # section -> the words of its kept sentences, in order
-        for name, shapes in zip(self._names, _card_shapes(card, self._names)):
+        for name, shapes in zip(self._names, _card_shapes(card, self._paras)):
             words = [shape.split() for shape in shapes]
             keep = [len(w) - w.count(_BLANK) >= MIN_SENTENCE_WORDS for w in words]
             kept = list(compress(words, keep))
@@ -203,9 +204,9 @@ class CardProse:
     def sentences(self) -> list[Sentence]:
         """(section, line, raw text, shape) of each sentence in `shapes`."""
         out, shapes = [], iter(self.shapes)
-        for name, keep in zip(self._names, self._keeps):
+        for name, paras, keep in zip(self._names, self._paras, self._keeps):
             kept = iter(keep)
-            for start, lines, text, parts in _section_parts(self._card.sections[name]):
+            for start, lines, text, parts in _cut(paras):
                 offsets = None  # where each line starts in `text`, needed only when it wraps
                 cursor = 0
                 for part in parts:
