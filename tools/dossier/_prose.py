@@ -125,6 +125,7 @@ def _shapes(parts: list[str]) -> list[str]:
 
 
 def _shape_alone(part: str) -> str:
+    """One part blanked (when anything in it can be) and lower-cased."""
     return (_blanked(part) if _MAY_BLANK.search(part) else part).lower()
 
 
