@@ -196,11 +196,13 @@ def _old_read(card):
     return out, streams
 
 
-_SENTENCE_BITS = ["The copy moves to the GPU once per batch and prefill waits.", "See `mm_utils.py` for 12 runs:",
-                  "a `code span. That runs` on;", "one lone ` here", "\u03a3 ends in sigma \u03a3", "x x x x x x x",
-                  "Numbers like 3.5x and #12 blank out; paths a/b.py too!", "e.g. this one", "with\0a NUL", "and\1 a one",
-                  "Short.", "- a bullet item with enough words to count here.", "  wrapped line goes on", "```", "~~~ x",
-                  "# heading", "<!-- note -->", "12. numbered item that is long enough to count", ""]
+_SENTENCE_BITS = [
+    "The copy moves to the GPU once per batch and prefill waits.", "See `mm_utils.py` for 12 runs:",
+    "a `code span. That runs` on;", "one lone ` here", "\u03a3 ends in sigma \u03a3", "x x x x x x x",
+    "Numbers like 3.5x and #12 blank out; paths a/b.py too!", "e.g. this one", "with\0a NUL", "and\1 a one",
+    "Short.", "- a bullet item with enough words to count here.", "  wrapped line goes on", "```", "~~~ x",
+    "# heading", "<!-- note -->", "12. numbered item that is long enough to count", "",
+]
 
 
 def _prose_card(rng: random.Random, number: int):
@@ -282,8 +284,9 @@ def test_near_copies_equal_counting_every_shared_shingle():
         universe = [f"s{i}" for i in range(rng.randint(4, 40))]
         sections = {}
         for card in rng.sample(range(1000), rng.randint(1, 30)):
+            names = rng.sample(["Motivation", "Risk"], rng.randint(0, 2))
             sections[f"sglang/{card}"] = {name: set(rng.sample(universe, rng.randint(0, min(14, len(universe)))))
-                                          for name in rng.sample(["Motivation", "Risk"], rng.randint(0, 2))}
+                                          for name in names}
         want = _old_near_copies(sections)
         assert _prose.near_copies(sections) == want
         found += len(want)

@@ -176,7 +176,9 @@ def _card_shapes(card, sections: list[list[tuple[int, list[str]]]]) -> list[list
     out = []
     for section, blanked in zip(cut_sections, shaped.split(_SECTION_SEP)):
         shapes = blanked.split(_SENTENCE_SEP)
-        out.append(shapes if len(shapes) == section.count(_SENTENCE_SEP) + 1 else _shapes_apart(section.split(_SENTENCE_SEP)))
+        if len(shapes) != section.count(_SENTENCE_SEP) + 1:  # a code span swallowed a NUL
+            shapes = _shapes_apart(section.split(_SENTENCE_SEP))
+        out.append(shapes)
     return out
 
 
