@@ -158,3 +158,167 @@ def test_sampled_shingles_equal_the_joined_string_sample():
         words = [rng.choice(vocabulary) for _ in range(rng.randint(0, 30))]
         grams = map(" ".join, zip(*(words[i:] for i in range(4))))
         assert _prose.sampled_shingles(words) == {g for g in grams if not zlib.crc32(g.encode()) & 3}
+
+
+def _old_read(card):
+    """How the sentences and shingle words were read before sections were cut and blanked
+    a card at a time: paragraph by paragraph, sentence by sentence."""
+    from bisect import bisect_right
+    from itertools import accumulate
+
+    out, streams = [], {}
+    for name in _prose.JUDGEMENT:
+        sec = card.sections.get(name)
+        if sec is None:
+            continue
+        paras = []
+        for start, lines in _prose.paragraphs(sec):
+            text = " ".join(lines)
+            paras.append((start, lines, text, _prose._SENTENCE_END.split(text)))
+        shapes = iter(_prose._shapes([part for *_, parts in paras for part in parts]))
+        stream = []
+        for start, lines, text, parts in paras:
+            offsets, cursor = None, 0
+            for part in parts:
+                words = next(shapes).split()
+                if len(lines) > 1:
+                    idx = text.find(part, cursor)
+                    cursor = idx + len(part)
+                if len(words) - words.count("x") >= _prose.MIN_SENTENCE_WORDS:
+                    line = start
+                    if len(lines) > 1 and idx > 0:
+                        offsets = offsets or [0, *accumulate(len(l) + 1 for l in lines[:-1])]
+                        line += bisect_right(offsets, idx) - 1
+                    out.append((name, line, part.strip(), " ".join(words)))
+                    stream += words
+        if stream:
+            streams[name] = stream
+    return out, streams
+
+
+_SENTENCE_BITS = [
+    "The copy moves to the GPU once per batch and prefill waits.", "See `mm_utils.py` for 12 runs:",
+    "a `code span. That runs` on;", "one lone ` here", "\u03a3 ends in sigma \u03a3", "x x x x x x x",
+    "Numbers like 3.5x and #12 blank out; paths a/b.py too!", "e.g. this one", "with\0a NUL", "and\1 a one",
+    "Short.", "- a bullet item with enough words to count here.", "  wrapped line goes on", "```", "~~~ x",
+    "# heading", "<!-- note -->", "12. numbered item that is long enough to count", "",
+]
+
+
+def _prose_card(rng: random.Random, number: int):
+    from pathlib import Path
+
+    from dossier.cards import parse_card
+
+    parts = [f"---\nrepo: sglang\npr: {number}\n---\n\n# T\n"]
+    for name in rng.sample(list(_prose.JUDGEMENT) + ["Reviewed files"], rng.randint(0, 5)):
+        parts.append(f"\n## {name}\n\n")
+        for _ in range(rng.randint(0, 10)):
+            line = " ".join(rng.choice(_SENTENCE_BITS) for _ in range(rng.randint(1, 4)))
+            parts.append((line if rng.random() < 0.97 else line.replace("\0", "").replace("\1", "")) + "\n")
+    text = "".join(parts)
+    if rng.random() < 0.8:  # most cards hold no separator, as real ones
+        text = text.replace("\0", "").replace("\1", "")
+    return parse_card(Path(f"references/cards/sglang/{number}.md"), text)
+
+
+def test_card_prose_equals_reading_sentence_by_sentence(monkeypatch):
+    calls = []
+    real = _prose._shapes_apart
+    monkeypatch.setattr(_prose, "_shapes_apart", lambda parts: calls.append(1) or real(parts))
+    rng = random.Random(17)
+    taken = {"card at once": 0, "some section alone": 0, "separator in card": 0}
+    for number in range(3000):
+        card = _prose_card(rng, number)
+        calls.clear()
+        entry = _prose.CardProse(card)
+        if "\0" in card.text or "\1" in card.text:
+            taken["separator in card"] += 1
+        else:
+            taken["some section alone" if calls else "card at once"] += 1
+        want_sentences, want_words = _old_read(card)
+        assert entry.shapes == [s[3] for s in want_sentences], card.text
+        assert entry.sentences == want_sentences, card.text
+        assert entry._words == want_words, card.text
+    assert min(taken.values()) > 200, taken
+
+
+def _old_near_copies(sections):
+    """near_copies as it was: every shared shingle's postings counted for each section."""
+    from collections import Counter, defaultdict
+    from itertools import chain
+
+    ids = sorted(sections)
+    by_name = defaultdict(dict)
+    for number, cid in enumerate(ids):
+        for name, sh in sections[cid].items():
+            if len(sh) >= _prose.MIN_SHINGLES:
+                by_name[name][number] = sh
+    result = {}
+    for name, kept in by_name.items():
+        seen, shared = set(), set()
+        for sh in kept.values():
+            shared |= sh & seen
+            seen |= sh
+        postings, common = defaultdict(list), {}
+        for number, sh in kept.items():
+            mine = sh & shared
+            if len(mine) >= 2:
+                common[number] = mine
+                for s in mine:
+                    postings[s].append(number)
+        for number, mine in common.items():
+            overlap = Counter(chain.from_iterable(map(postings.__getitem__, mine)))
+            size = len(kept[number])
+            passing = (o for o, n in overlap.items() if n > 1 and 2 * n >= min(size, len(kept[o])) and o != number)
+            other = min(passing, default=None)
+            if other is not None:
+                result[(ids[number], name)] = ids[other]
+    return result
+
+
+def test_near_copies_equal_counting_every_shared_shingle():
+    rng = random.Random(23)
+    found = 0
+    for _ in range(400):
+        universe = [f"s{i}" for i in range(rng.randint(4, 40))]
+        sections = {}
+        for card in rng.sample(range(1000), rng.randint(1, 30)):
+            names = rng.sample(["Motivation", "Risk"], rng.randint(0, 2))
+            sections[f"sglang/{card}"] = {name: set(rng.sample(universe, rng.randint(0, min(14, len(universe)))))
+                                          for name in names}
+        want = _old_near_copies(sections)
+        assert _prose.near_copies(sections) == want
+        found += len(want)
+    assert found > 1000
+
+
+def test_templated_sentence_reads_sentences_only_where_a_shape_is_shared(monkeypatch):
+    from dossier.rules import RULES
+
+    rng = random.Random(29)
+    cards = [_prose_card(rng, number) for number in range(400)]
+
+    class KB:
+        all_cards = cards
+
+        def __init__(self):
+            self.prose = _prose.Prose(self)
+
+        def card_id(self, c):
+            return f"{c.path.parent.name}/{c.path.stem}"
+
+        def rel(self, path):
+            return str(path)
+
+    def findings():
+        kb = KB()
+        return [list(RULES["P006"].func(kb, c)) for c in cards]
+
+    kb = KB()
+    may = [kb.prose.may_share(kb.card_id(c), kb.prose.card(c)) for c in cards]
+    assert 50 < sum(may) < len(cards) - 50  # both ways, often
+    quick = findings()
+    monkeypatch.setattr(_prose.Prose, "may_share", lambda self, cid, entry: True)
+    assert findings() == quick
+    assert sum(map(bool, quick)) > 50

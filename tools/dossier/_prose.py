@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import zlib
 from bisect import bisect_right
-from collections import Counter, defaultdict
+from collections import defaultdict
 from functools import cached_property
 from itertools import accumulate, chain, compress, repeat
-from operator import and_, not_
+from operator import and_
 
 from .cards import is_fence
 
@@ -120,65 +120,146 @@ def _shapes(parts: list[str]) -> list[str]:
             shapes = _blanked(joined).lower().split("\0")
             if len(shapes) == len(parts):
                 return shapes
-    return [(_blanked(p) if _MAY_BLANK.search(p) else p).lower() for p in parts]
+            return _shapes_apart(parts)
+    return [_shape_alone(p) for p in parts]
 
 
-def _read(card) -> tuple[list[Sentence], dict[str, list[str]]]:
-    """Every judgement-section sentence with enough words left after blanking, and per
-    section the words of those sentences in order (what its shingles are cut from)."""
-    out, streams = [], {}
-    for name in JUDGEMENT:
-        sec = card.sections.get(name)
-        if sec is None:
-            continue
-        paras = []
-        for start, lines in paragraphs(sec):
-            text = " ".join(lines)
-            paras.append((start, lines, text, _SENTENCE_END.split(text)))
-        shapes = iter(_shapes([part for *_, parts in paras for part in parts]))
-        stream: list[str] = []
-        for start, lines, text, parts in paras:
-            offsets = None  # where each line starts in `text`, needed only when it wraps
-            cursor = 0
-            for part in parts:
-                words = next(shapes).split()
-                if len(lines) > 1:
-                    idx = text.find(part, cursor)
-                    cursor = idx + len(part)
-                if len(words) - words.count(_BLANK) >= MIN_SENTENCE_WORDS:
-                    line = start
-                    if len(lines) > 1 and idx > 0:
-                        offsets = offsets or [0, *accumulate(len(l) + 1 for l in lines[:-1])]
-                        line += bisect_right(offsets, idx) - 1
-                    out.append((name, line, part.strip(), " ".join(words)))
-                    stream += words
-        if stream:
-            streams[name] = stream
-    return out, streams
+def _shape_alone(part: str) -> str:
+    """One part blanked (when anything in it can be) and lower-cased."""
+    return (_blanked(part) if _MAY_BLANK.search(part) else part).lower()
+
+
+def _shapes_apart(parts: list[str]) -> list[str]:
+    """_shapes of parts (none holding a NUL) that a code span runs across when joined.
+
+    Every backtick starts or ends a code span where one can (no other match takes one), so
+    in a part with an even number of backticks each span closes inside the part: those
+    parts are still blanked as one text, and only the others one by one."""
+    odd = [part.count("`") & 1 for part in parts]
+    even = [part for part, o in zip(parts, odd) if not o]
+    together = iter(_blanked("\0".join(even)).lower().split("\0") if even else ())
+    return [_shape_alone(part) if o else next(together) for part, o in zip(parts, odd)]
+
+
+def _cut(paras) -> list[tuple[int, list[str], str, list[str]]]:
+    """(first line, lines, text, sentences) of each paragraph: the sentences are its text
+    cut where a sentence ends, as every reading of them cuts it."""
+    out = []
+    for start, lines in paras:
+        text = " ".join(lines)
+        out.append((start, lines, text, _SENTENCE_END.split(text)))
+    return out
+
+
+# A card's judgement sections are shaped as one text: sentences (and paragraphs) apart by
+# NUL, sections by \x01. Neither is a word character, whitespace or cased, so blanking and
+# lower() read each as the end of a text (see _shapes), and no sentence split crosses one.
+_SENTENCE_SEP, _SECTION_SEP = "\0", "\1"
+
+
+def _card_shapes(card, sections: list[list[tuple[int, list[str]]]]) -> list[list[str]]:
+    """Per section (its paragraphs), the shape of each of its sentences, in order.
+
+    The sections are cut, blanked and lower-cased as one text (a few C calls per card, not
+    several per sentence) where that gives what shaping each sentence alone gives: the
+    card holds no separator, and no code span runs across one (it would swallow it: the
+    counts tell). A section a code span runs through (or every section, when one runs
+    from a section into the next) is shaped as _shapes does then (_shapes_apart)."""
+    if _SENTENCE_SEP in card.text or _SECTION_SEP in card.text:
+        return [_shapes([part for *_, parts in _cut(paras) for part in parts]) for paras in sections]
+    cut = _SENTENCE_END.sub(_SENTENCE_SEP, _SECTION_SEP.join([
+        _SENTENCE_SEP.join([" ".join(lines) for _, lines in paras]) for paras in sections]))
+    shaped = _blanked(cut).lower()
+    cut_sections = cut.split(_SECTION_SEP)
+    if shaped.count(_SECTION_SEP) != len(cut_sections) - 1:
+        return [_shapes_apart(section.split(_SENTENCE_SEP)) for section in cut_sections]
+    out = []
+    for section, blanked in zip(cut_sections, shaped.split(_SECTION_SEP)):
+        shapes = blanked.split(_SENTENCE_SEP)
+        if len(shapes) != section.count(_SENTENCE_SEP) + 1:  # a code span swallowed a NUL
+            shapes = _shapes_apart(section.split(_SENTENCE_SEP))
+        out.append(shapes)
+    return out
+
+
+class CardProse:
+    """One card's prose: the shapes of its judgement-section sentences with enough words
+    (what P006 indexes), those sentences with line and raw text once asked for (P006 asks
+    only on cards with a shape another card shares), and per section its sampled shingles
+    once asked for (P006 alone never needs them)."""
+
+    def __init__(self, card):
+        self._names = [name for name in JUDGEMENT if name in card.sections]
+        self._paras = [list(paragraphs(card.sections[name])) for name in self._names]
+        self._keeps: list[list[bool]] = []  # per section: which sentences have enough words
+        self.shapes: list[str] = []
+        self._words: dict[str, list[str]] = {}  # section -> the words of its kept sentences, in order
+        for name, shapes in zip(self._names, _card_shapes(card, self._paras)):
+            words = [shape.split() for shape in shapes]
+            keep = [len(w) - w.count(_BLANK) >= MIN_SENTENCE_WORDS for w in words]
+            kept = list(compress(words, keep))
+            if kept:
+                self.shapes += map(" ".join, kept)
+                self._words[name] = list(chain.from_iterable(kept))
+            self._keeps.append(keep)
+
+    @cached_property
+    def sentences(self) -> list[Sentence]:
+        """(section, line, raw text, shape) of each sentence in `shapes`."""
+        out, shapes = [], iter(self.shapes)
+        for name, paras, keep in zip(self._names, self._paras, self._keeps):
+            kept = iter(keep)
+            for start, lines, text, parts in _cut(paras):
+                offsets = None  # where each line starts in `text`, needed only when it wraps
+                cursor = 0
+                for part in parts:
+                    if len(lines) > 1:
+                        idx = text.find(part, cursor)
+                        cursor = idx + len(part)
+                    if next(kept):
+                        line = start
+                        if len(lines) > 1 and idx > 0:
+                            offsets = offsets or [0, *accumulate(len(l) + 1 for l in lines[:-1])]
+                            line += bisect_right(offsets, idx) - 1
+                        out.append((name, line, part.strip(), next(shapes)))
+        return out
+
+    @cached_property
+    def shingles(self) -> dict[str, set[str]]:
+        words, self._words = self._words, None  # cut once: the word lists are not needed again
+        return {name: sampled_shingles(w) for name, w in words.items()}
 
 
 def sentences(card) -> list[Sentence]:
     """Every judgement-section sentence with enough words left after blanking."""
-    return _read(card)[0]
+    return CardProse(card).sentences
+
+
+_KEPT = bytes([1, 0, 0, 0]) * 64  # CRC-32 mod 4 -> whether the shingle is kept
 
 
 def sampled_shingles(words: list[str], k: int = SHINGLE_WORDS) -> set[str]:
     """The section's k-word shingles whose UTF-8 has a CRC-32 of 0 mod 4.
 
     Keeping a deterministic quarter lets overlap ratios survive while the inverted index
-    in near_copies shrinks fourfold. Each step maps over all shingles in C."""
+    in near_copies shrinks fourfold. Each step maps over all shingles in C; the CRCs mod 4
+    go into one bytes object, which one translate turns into keep flags."""
     grams = list(map(" ".join, zip(*(words[i:] for i in range(k)))))
     crcs = map(zlib.crc32, map(str.encode, grams))
-    return set(compress(grams, map(not_, map(and_, crcs, repeat(3)))))
+    return set(compress(grams, bytes(map(and_, crcs, repeat(3))).translate(_KEPT)))
 
 
 def near_copies(sections: dict[str, dict[str, set]]) -> dict[tuple[str, str], str]:
     """(card id, section) -> id of a card whose same section it nearly copies, given
     card id -> section -> shingles: half or more of the smaller shingle set is shared.
 
-    Most shingles belong to one section only, so the inverted index keeps just those
-    two or more hold, and only sections that share some are ever compared. Cards are
-    numbered in id order: the numbers count and sort like the ids, and hash faster.
+    A pair passes when the smaller set S shares at least need = ceil(|S| / 2) of its
+    shingles with the other (need >= 2, as |S| >= MIN_SHINGLES). Then of S's shingles
+    that some other section holds, any `that many - need + 1` meet the other set, so
+    only the rarest ones are looked up in the inverted index (prefix filtering): the
+    common shingles, whose long postings cost most, never are. Each candidate pair is
+    then counted exactly. Cards are numbered in id order: the numbers sort like the ids,
+    and hash faster.
     """
     ids = sorted(sections)
     by_name: dict[str, dict[int, set]] = defaultdict(dict)  # section -> card number -> shingles
@@ -190,41 +271,33 @@ def near_copies(sections: dict[str, dict[str, set]]) -> dict[tuple[str, str], st
     for name, kept in by_name.items():
         seen: set = set()
         shared: set = set()  # shingles two or more of these sections hold
-        for sh in kept.values():
+        for sh in kept.values():  # set operations in C, on the hashes the sets keep
             shared |= sh & seen
             seen |= sh
         postings: dict = defaultdict(list)  # shared shingle -> numbers of the sections holding it
-        common = {}
+        mine = {}
         for number, sh in kept.items():
-            mine = sh & shared
-            # a pass needs n >= 0.5 * min(sizes) >= 0.5 * MIN_SHINGLES, so n == 1 never
-            # passes: a section sharing one shingle is neither a copy nor the original
-            if len(mine) >= 2:
-                common[number] = mine
-                for s in mine:
-                    postings[s].append(number)
-        for number, mine in common.items():
-            overlap = Counter(chain.from_iterable(map(postings.__getitem__, mine)))  # each once per list
-            size = len(kept[number])
-            # the first card in id order that shares half of the smaller set
-            passing = (o for o, n in overlap.items() if n > 1 and 2 * n >= min(size, len(kept[o])) and o != number)
-            other = min(passing, default=None)
-            if other is not None:
-                result[(ids[number], name)] = ids[other]
+            mine[number] = common = sh & shared
+            for s in common:
+                postings[s].append(number)
+        holders = {s: len(p) for s, p in postings.items()}
+        rarest = []
+        for number, common in mine.items():
+            sh = kept[number]
+            need = (len(sh) + 1) // 2
+            if len(common) >= need:  # else no section holds half of this one
+                rarest.append((number, sh, sorted(common, key=holders.__getitem__)[:len(common) - need + 1]))
+        copies: dict[int, set[int]] = defaultdict(set)  # number -> numbers of the sections it passes with
+        for number, sh, probe in rarest:
+            size = len(sh)
+            for other in set(chain.from_iterable(map(postings.__getitem__, probe))):
+                # each pair is counted from its smaller side (both sides when sizes tie)
+                if other != number and len(kept[other]) >= size and 2 * len(sh & kept[other]) >= size:
+                    copies[number].add(other)
+                    copies[other].add(number)
+        for number, others in copies.items():
+            result[(ids[number], name)] = ids[min(others)]
     return result
-
-
-class CardProse:
-    """One card's sentences, and its sampled shingles per section once asked for (P006
-    alone never needs them)."""
-
-    def __init__(self, card):
-        self.sentences, self._words = _read(card)
-
-    @cached_property
-    def shingles(self) -> dict[str, set[str]]:
-        words, self._words = self._words, None  # cut once: the word lists are not needed again
-        return {name: sampled_shingles(w) for name, w in words.items()}
 
 
 class Prose:
@@ -251,9 +324,20 @@ class Prose:
         """Normalized sentence -> ids of the cards that contain it."""
         index: dict[str, set[str]] = defaultdict(set)
         for cid, entry in self._all.items():
-            for _, _, _, norm in entry.sentences:
+            for norm in entry.shapes:
                 index[norm].add(cid)
         return index
+
+    @cached_property
+    def _shared(self) -> set[str]:
+        """The normalized sentences two or more cards contain."""
+        return {norm for norm, ids in self.templated.items() if len(ids) > 1}
+
+    def may_share(self, cid: str, entry: CardProse) -> bool:
+        """Whether a card (its id and prose) may have a sentence that `templated` gives
+        another card for. When the index holds this very prose under this id, only its
+        shapes in two or more cards can: one set test in C, no sentence read."""
+        return self._all.get(cid) is not entry or not self._shared.isdisjoint(entry.shapes)
 
     @cached_property
     def near_copies(self) -> dict[tuple[str, str], str]:

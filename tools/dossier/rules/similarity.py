@@ -17,9 +17,13 @@ def templated_sentence(ctx, card):
     Judgement sections are written per PR. A sentence that fits any card says nothing
     about this one; say what this diff did.
     """
-    index = ctx.prose.templated
+    prose = ctx.prose
+    index = prose.templated
     me = ctx.card_id(card)
-    for _, number, raw, norm in ctx.prose.card(card).sentences:
+    entry = prose.card(card)
+    if not prose.may_share(me, entry):
+        return  # most cards: no sentence to read out
+    for _, number, raw, norm in entry.sentences:
         ids = index.get(norm, ())
         # Most shapes belong to this card alone: no set to subtract, nothing to sort.
         if len(ids) > 1 or ids and me not in ids:
