@@ -57,19 +57,27 @@ def _prefetch(ctx, name: str) -> None:
         pass
 
 
-# Which process runs a rule when `check` splits over two cores: the parent keeps the rules
-# that read the locks (15 MB of JSON at 700 cards, read once, on its side: the G rules and
-# those below) and the rules that read what its lane threads compute (prefetch,
-# background); the forked child takes every other rule, the prose rules' cross-card
-# sentence and shingle indexes among them. About 1.2 s of rules on each side in a cold
-# 700-card run. A rule on the wrong side costs time, never findings.
-_READS_LOCKS = frozenset({"B001", "B002", "B003", "K006", "L005", "L006", "L013", "L030", "L032", "P004",
-                          "R004", "S004", "S008"})
+# Which process runs a rule when `check` splits over two cores. The parent keeps:
+# - the rules that read the locks (15 MB of JSON at 700 cards, read once, on its side):
+#   the G rules and _READS_LOCKS;
+# - the rules that read the playbook, supersession.json, the radar, the release listings
+#   or the lane registry: B001 parses all of them there anyway, to render the generated
+#   files, so each is parsed in one process only;
+# - the rules that read what its lane threads compute (prefetch, background).
+# The forked child takes every other rule, the prose rules' cross-card sentence and
+# shingle indexes among them; each side then has about 1.2 s of CPU in a cold 700-card
+# run. A rule on the wrong side costs time, never findings.
+_READS_LOCKS = frozenset({"B001", "B002", "B003", "K006", "L005", "L006", "L013", "L014", "L030", "L032",
+                          "P004", "R004", "S004", "S008"})
+_READS_WHAT_B001_READS = frozenset({"K007", "L001", "L002", "L003", "L004", "L007", "L008", "L010", "L011",
+                                    "L015", "L016", "L031", "L035", "P005", "R001", "R002", "R003", "R005",
+                                    "R006", "R007"})
 FORK_MIN_CARDS = 100  # below this the two halves take less than a fork and its results cost
 
 
 def _in_child(r) -> bool:
-    return not (r.prefetch or r.background or r.code.startswith("G") or r.code in _READS_LOCKS)
+    return not (r.prefetch or r.background or r.code.startswith("G") or r.code in _READS_LOCKS
+                or r.code in _READS_WHAT_B001_READS)
 
 
 def _run_rules(ctx, cards, card_rules, project_rules) -> list[Finding]:
