@@ -285,29 +285,3 @@ def test_word_count_pattern_equals_counting_words():
             assert bool(phrases._AT_LEAST.get(n, re.compile(
                 rf"(?:(?:{phrases._NOT_A_WORD})*{phrases._A_WORD}){{{n}}}")).match(text)) == (words >= n), (text, n)
 
-
-def test_command_scan_equals_the_command_pattern():
-    rng = random.Random(8)
-    texts = _strings("`ab- \npy\u00e9", longest=24) + [" ".join(rng.choice(PHRASES) for _ in range(8)) for _ in range(5000)]
-    texts += ["`python`", "a `x python y` b", "`` python", "python `", "`--x`", "`--`x`", "```", "`é` `pytest`", "`--İ`"]
-    taken = Counter(t.isascii() for t in texts)
-    assert taken[True] > 1000 and taken[False] > 1000  # the scans and the pattern itself both answer
-    found = 0
-    for text in texts:
-        want = _CMD.found(text)
-        assert phrases._names_command(text) == want, repr(text)
-        found += want
-    assert 1000 < found < len(texts) - 1000
-
-
-def test_elision_outside_fences_equals_searching_the_unfenced_text():
-    rng = random.Random(9)
-    pieces = ("...", "```", "~~~", "\n", "\n", " ", "\t", "a", ".", "`", "\u00a0")
-    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 16))) for _ in range(20000)]
-    texts += ["...", "```\n...\n```", "```\n```\n...", "~~~\n...", " ...\n```"]
-    taken = Counter()
-    for text in texts:
-        want = phrases._elision_line(phrases._unfenced(text))
-        assert phrases._unfenced_elision(text) == want, repr(text)
-        taken[(phrases._elision_line(text), want)] += 1
-    assert taken[(True, True)] > 100 and taken[(True, False)] > 100  # elisions kept and elisions fenced

@@ -5,7 +5,6 @@ in similarity.py."""
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
 
@@ -60,23 +59,22 @@ def _elision_line(text: str) -> bool:
     line too; str.strip strips what `\s` matches. Looking only at each `...` costs far less
     than the regex trying every line start of a card whose excerpts elide code.
     """
-    return next(_elision_starts(text), None) is not None
-
-
-def _elision_starts(text: str):
-    """Where each line that is `...` between whitespace starts, in order."""
     i = text.find("...")
     while i != -1:
         start, end = text.rfind("\n", 0, i) + 1, text.find("\n", i + 3)
         if not text[start:i].strip() and not text[i + 3:len(text) if end == -1 else end].strip():
-            yield start
+            return True
         i = text.find("...", i + 1)
+    return False
 
 
-def _fence_starts(text: str) -> list[int]:
-    """Where each fence line of `text` starts, in order: a fence line is one whose first
-    non-blank characters open a fence (`is_fence`), so each ``` or ~~~ with only
-    whitespace before it on its line starts one."""
+def _unfenced(text: str) -> str:
+    """The lines of `text` outside fenced code, fence lines left out, joined by newlines.
+
+    Equal to joining the lines `is_fence` leaves out of a fence as P001's line loop does,
+    from the fence lines alone: a fence line is one whose first non-blank characters open
+    a fence, so each ``` or ~~~ with only whitespace before it on its line starts one.
+    """
     fences = set()
     for opener in ("```", "~~~"):
         i = text.find(opener)
@@ -85,17 +83,8 @@ def _fence_starts(text: str) -> list[int]:
             if not text[start:i].strip():
                 fences.add(start)
             i = text.find(opener, i + 3)
-    return sorted(fences)
-
-
-def _unfenced(text: str) -> str:
-    """The lines of `text` outside fenced code, fence lines left out, joined by newlines.
-
-    Equal to joining the lines `is_fence` leaves out of a fence as P001's line loop does,
-    from the fence lines alone.
-    """
     out, pos, fenced = [], 0, False
-    for start in _fence_starts(text):
+    for start in sorted(fences):
         if not fenced and start > pos:
             out.append(text[pos:start - 1])  # the lines before this fence line
         fenced = not fenced
@@ -106,18 +95,6 @@ def _unfenced(text: str) -> str:
     return "\n".join(out)
 
 
-def _unfenced_elision(text: str) -> bool:
-    """`_elision_line(_unfenced(text))` without building the unfenced text: some `...` line
-    has an even number of fence lines before it (an elision line is never a fence line)."""
-    fences = None
-    for start in _elision_starts(text):
-        if fences is None:
-            fences = _fence_starts(text)
-        if bisect.bisect_left(fences, start) % 2 == 0:
-            return True
-    return False
-
-
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
 _STOP = set(
     "the a an and or of to in for on with by from this that these those is are was were be been it its as at "
@@ -126,28 +103,6 @@ _STOP = set(
 _CODE_SPAN = re.compile(r"`[^`]*`")
 _CMD = Caseless(r"`[^`]*(?:python|pytest|bash|sglang|dossier|curl|--[a-z])[^`]*`|```")
 _TEST_REF = re.compile(r"(?:test_\w+|tests?/[\w/.-]+|\w+_test\.py|unittest|pytest)")
-# _CMD's words, and its flag, as substrings: see _names_command.
-_COMMANDS = ("python", "pytest", "bash", "sglang", "dossier", "curl")
-_FLAG = re.compile(r"--[a-z]")
-
-
-def _names_command(text: str) -> bool:
-    """`_CMD.found(text)` on ASCII text, by substring scans instead of the regex.
-
-    The regex tries each backtick as an opening one, so it matches wherever one of its words
-    (none holds a backtick) lies between any two backticks: between the first and the last
-    of the text. Lower-cased, as `Caseless` matches ASCII text; other text asks `_CMD` itself.
-    """
-    if not text.isascii():
-        return _CMD.found(text)
-    low = text.lower()
-    first, last = low.find("`"), low.rfind("`")
-    if first == last:  # no backtick, or just one: no span and no ```
-        return False
-    if "```" in low:
-        return True
-    inner = low[first + 1:last]
-    return any(w in inner for w in _COMMANDS) or ("--" in inner and _FLAG.search(inner) is not None)
 
 
 def _f(ctx, card, line, code, msg, col=1):
@@ -170,8 +125,6 @@ def placeholder(ctx, card):
     # what passed the first test). Where lower-casing keeps every match, that match implies
     # _fast_placeholder's on the prose; its words part can hold only where the whole card
     # has them (`words`).
-    if not words and _lower_keeps_matches(card.text) and not _unfenced_elision(card.text):
-        return  # an elision line passed the first test, and each is in fenced code (an excerpt's)
     text = _unfenced(card.text)
     if (_lower_keeps_matches(text)
             and not ((words and _placeholder_words(text.lower())) or ("..." in text and _elision_line(text)))):
@@ -325,10 +278,10 @@ def validation_names_nothing(ctx, card):
     if all(isinstance(l, str) for l in lanes):
         # Any one of the three passes the card: the cheapest and most often true first
         # (every _TEST_REF alternative holds "test").
-        if _names_command(text) or _names_lane(frozenset(lanes), text) or ("test" in text and _TEST_REF.search(text)):
+        if _CMD.found(text) or _names_lane(frozenset(lanes), text) or ("test" in text and _TEST_REF.search(text)):
             return
     elif (any(re.search(rf"(?<![\w-]){re.escape(l)}(?![\w-])", text) for l in lanes)
-          or _TEST_REF.search(text) or _names_command(text)):
+          or _TEST_REF.search(text) or _CMD.found(text)):
         return
     yield _f(ctx, card, sec.line, "P005", "validation names no lane, test or command")
 
