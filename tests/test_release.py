@@ -152,3 +152,18 @@ def test_a_wheel_of_neither_repo_is_one_line(kb, tmp_path):
     assert res.exit_code == 2 and res.output.count("\n") == 1 and "not an sglang or sglang-omni wheel" in res.output
     res = CliRunner().invoke(main, ["tree", "sglang", "--wheel", str(_omni_wheel(tmp_path, CODE)), "--root", str(kb)])
     assert res.exit_code == 2 and "a sglang-omni wheel, not sglang" in res.output
+
+
+def test_a_large_member_nothing_reads_is_no_reason_to_refuse_the_wheel(kb, upstream, tmp_path):
+    """sglang 0.5.23's wheel holds a 24 MB compiled extension: only the members read are capped."""
+    _omni_card(kb, upstream)
+    wheel = _omni_wheel(tmp_path, CODE)
+    with zipfile.ZipFile(wheel, "a", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("sglang_omni/_ext.cpython-311-x86_64-linux-gnu.so", b"\0" * (17 * 1024 * 1024))
+    doc, _ = _list(kb, wheel)
+    assert doc["cards"]["2"]["state"] == "present"
+    with zipfile.ZipFile(wheel, "a", zipfile.ZIP_DEFLATED) as z:  # a member that is read is capped
+        z.writestr("sglang_omni/cli/big.py", "#" * (17 * 1024 * 1024))
+    res = CliRunner().invoke(main, ["tree", "sglang-omni", "--wheel", str(wheel), "--root", str(kb)])
+    assert res.exit_code == 2 and "sglang_omni/cli/big.py unpacks to" in res.output
+    assert json.loads((kb / "references/trees/sglang-omni-release.json").read_text()) == doc  # left as it was

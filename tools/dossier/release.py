@@ -60,7 +60,13 @@ class Wheel:
         self.version = m.group(2)
 
     def read(self, name: str) -> str | None:
+        """A member's text, or None without it. One that unpacks past _MAX_MEMBER is refused
+        here, as it is read: a zip bomb's member is gigabytes, while a large member nothing
+        reads (sglang 0.5.23's wheel holds a 24 MB compiled extension) is no reason to refuse."""
         try:
+            size = self._zip.getinfo(name).file_size if self._zip else (self.path / name).stat().st_size
+            if size > _MAX_MEMBER:
+                raise DossierError(f"{self.path}: {name} unpacks to {size:,} bytes; refusing it")
             data = self._zip.read(name) if self._zip else (self.path / name).read_bytes()
         except (KeyError, OSError):
             return None
@@ -178,8 +184,8 @@ _MAX_MEMBER = 16 * 1024 * 1024
 
 
 def _check_wheel(wheel: Wheel, listing: Path) -> None:
-    """Refuse, before anything is overwritten, a wheel that is empty, not the package, of another
-    version than its file name says, or a zip bomb."""
+    """Refuse, before anything is overwritten, a wheel that is empty, not the package or of another
+    version than its file name says (a zip bomb's member is refused when read, see Wheel.read)."""
     from email.parser import HeaderParser
 
     where = f"{wheel.path}"
@@ -188,10 +194,6 @@ def _check_wheel(wheel: Wheel, listing: Path) -> None:
                for n in wheel.names):
         raise DossierError(f"{where}: not a {wheel.repo} wheel ({len(wheel.names)} files, no {marker}); "
                            f"{listing} left as it is")
-    if wheel._zip is not None:
-        big = next((i for i in wheel._zip.infolist() if i.file_size > _MAX_MEMBER), None)
-        if big is not None:
-            raise DossierError(f"{where}: {big.filename} unpacks to {big.file_size:,} bytes; refusing it")
     meta = next((n for n in wheel.names if n.endswith(".dist-info/METADATA") and n.count("/") == 1), None)
     if meta is None:
         return
