@@ -324,3 +324,31 @@ def test_crashing_rule_becomes_x000(kb_card, monkeypatch):
 def test_excerpt_heading_may_keep_function_context(kb_card):
     edit(kb_card, "`@@ -3,4 +3,5 @@`", "`@@ -3,4 +3,5 @@ import torch`")
     assert findings(kb_card, select=["G", "P"]) == []
+
+
+def test_lock_drift_finds_the_recorded_commit_when_the_clones_head_lacks_it(kb_card, upstream):
+    """A fork whose HEAD is another branch: G005 re-verifies from the commit the lock recorded,
+    when its subject names the PR, instead of reporting the PR as not found."""
+    landed = upstream.run("rev-parse", "HEAD").strip()
+    upstream.run("checkout", "-q", "-b", "fork", "HEAD~1")
+    upstream.commit("fork work (#7)")
+    clone = {"sglang": str(upstream.path)}
+    assert findings(kb_card, select=["G005"], sources=clone) == []
+    # a forged lock still fails: its line hashes are compared with the recorded commit's diff
+    lock_path = kb_card / "references/evidence/sglang/42.json"
+    lock = json.loads(lock_path.read_text())
+    from dossier.evidence import hunk_lines, lock_digest, write_lock
+    hunk = lock["files"][0]["hunks"][0]
+    hunk["lines"] = "".join(("+" + "0" * 10) if h.startswith("+") else h for h in hunk_lines(hunk))
+    lock["lock_sha256"] = lock_digest(lock)
+    write_lock(lock_path, lock)
+    drift = findings(kb_card, select=["G005"], sources=clone)
+    assert [f.code for f in drift] == ["G005"] and "line hash" in drift[0].message
+    # a recorded commit that names another PR, or is no SHA at all, is not taken
+    for commit in (upstream.run("rev-parse", "HEAD").strip(), "--output=/tmp/x", None):
+        lock["source"]["commit"] = commit
+        lock["lock_sha256"] = lock_digest(lock)
+        write_lock(lock_path, lock)
+        found = findings(kb_card, select=["G005"], sources=clone)
+        assert [f.code for f in found] == ["G005"] and "PR #42 not found" in found[0].message, found
+    assert landed  # the PR's commit exists in the clone, off HEAD's first-parent line

@@ -23,9 +23,11 @@ class FetchResult:
     changed: bool = False
 
 
-def lock_from_git(config: Config, repo: str, history: History, pr: int) -> dict:
+def lock_from_git(config: Config, repo: str, history: History, pr: int, known: str | None = None) -> dict:
+    """The lock of `pr` built from the clone; `known` is the commit an earlier lock recorded
+    (History.find falls back to it)."""
     reg = config.repo(repo)
-    pc = history.find(pr)
+    pc = history.find(pr, known)
     diff, notes = history.diff_bytes(pc)
     source = {"kind": "git", "commit": pc.commit, "parent": pc.parent, "ref_kind": pc.kind}
     lock = build_lock({**pr_meta(pc), "file_notes": notes}, diff, source, repo, reg.pr_url(pr))

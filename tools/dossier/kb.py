@@ -222,14 +222,15 @@ class KnowledgeBase(LaneQueries):
                     out[(path.parent.name, int(path.stem))] = lock
         return out
 
-    def fresh_lock(self, repo: str, pr: int) -> tuple[dict | None, str | None]:
-        """The lock rebuilt from the --source clone (G005 compares it with the stored one)."""
+    def fresh_lock(self, repo: str, pr: int, known: str | None = None) -> tuple[dict | None, str | None]:
+        """The lock rebuilt from the --source clone (G005 compares it with the stored one);
+        `known`, the stored lock's commit, is looked up where the clone's HEAD lacks the PR."""
         from .fetch import lock_from_git
 
         key = (repo, pr)
         if key not in self.fresh_locks:
             try:
-                self.fresh_locks[key] = (lock_from_git(self.config, repo, self.history(repo), pr), None)
+                self.fresh_locks[key] = (lock_from_git(self.config, repo, self.history(repo), pr, known), None)
             except DossierError as exc:
                 self.fresh_locks[key] = (None, str(exc))
         return self.fresh_locks[key]

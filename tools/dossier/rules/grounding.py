@@ -106,7 +106,7 @@ def lock_drift(ctx, card):
     lock = ctx.card_lock(card)
     if lock is None or lock.get("source", {}).get("kind") not in ("git", "github", "diff"):
         return
-    fresh, error = ctx.fresh_lock(repo, lock["pr"])
+    fresh, error = ctx.fresh_lock(repo, lock["pr"], lock["source"].get("commit"))
     path = ctx.rel(ctx.config.lock_path(repo, lock["pr"]))
     if error:
         yield Finding(path, 1, 1, "G005", f"cannot re-verify against {ctx.sources[repo]}: {error}")

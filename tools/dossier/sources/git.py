@@ -14,6 +14,7 @@ from ..errors import DossierError
 _SQUASH = re.compile(r"\(#(\d+)\)\s*$")
 _MERGE = re.compile(r"^Merge pull request #(\d+)\b")
 _SEP = "\x1f"
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,11 @@ class History:
             self._index = idx
         return self._index
 
-    def find(self, pr: int) -> PrCommit:
-        hit = self.index().get(pr)
+    def find(self, pr: int, known: str | None = None) -> PrCommit:
+        """The commit that landed `pr`: on the first-parent line of the ref, else `known` (the
+        commit a lock recorded) when the clone has it and its subject names this PR (a clone
+        whose HEAD is another branch, e.g. a fork's), else the PR's pull ref."""
+        hit = self.index().get(pr) or (self._named_commit(pr, known) if known else None)
         if hit:
             return hit
         ref = f"refs/pull/{pr}/head"
@@ -95,7 +99,8 @@ class History:
         except git.GitCommandError:
             head = ""
         if not head:
-            raise DossierError(f"PR #{pr} not found: no merged commit on {self.ref} and no {ref}")
+            also = f", nor the lock's commit {known[:12]}" if isinstance(known, str) and known else ""
+            raise DossierError(f"PR #{pr} not found: no merged commit on {self.ref} and no {ref}{also}")
         try:
             base = self.repo.git.merge_base(head, self._resolve_ref())
         except git.GitCommandError:
@@ -103,6 +108,23 @@ class History:
         commit = self.repo.commit(head)
         return PrCommit(pr, head, base, commit.summary, commit.author.name,
                         _iso_date(commit.committed_datetime.isoformat()), "pull-ref")
+
+    def _named_commit(self, pr: int, sha: str) -> PrCommit | None:
+        """`sha` as the commit of `pr`, read as the first-parent index reads a commit; None when
+        the clone lacks it or its subject names another PR. A lock is input: only a full hex
+        SHA reaches git, never a value git could read as an option."""
+        if not isinstance(sha, str) or not _FULL_SHA.fullmatch(sha):
+            return None
+        try:
+            row = self.repo.git.log("-1", f"--format=%H{_SEP}%P{_SEP}%aI{_SEP}%an{_SEP}%s", sha + "^{commit}", "--")
+        except git.GitCommandError:
+            return None
+        commit, parents, date, author, subject = row.split(_SEP, 4)
+        if pr_from_subject(subject) != pr:
+            return None
+        plist = parents.split()
+        kind = "merge" if _MERGE.match(subject) else "squash"
+        return PrCommit(pr, commit, plist[0] if plist else None, subject, author, _iso_date(date), kind)
 
     _DIFF_ARGS = ("--no-color", "--no-ext-diff", "-M", "--src-prefix=a/", "--dst-prefix=b/")
 
