@@ -2,17 +2,22 @@
 """Speed figures for the closing note: check, trace and fetch.
 
 Usage: .venv/bin/python scripts/bench.py [--clone PATH] [--cards 200] [--fetch 150]
+       .venv/bin/python scripts/bench.py --against REF [--cards 700] [--pairs 8]
 
 - `dossier check` on the shipped knowledge base (wall time, per card), and on a
   synthetic knowledge base of N cards made by renumbering the shipped ones.
 - `dossier trace --all` over the clone against plain `git log --first-parent
   --name-only` over the same pathspecs (the floor).
 - `dossier fetch` of the newest M PRs that touched family files, into a temp folder.
+- With `--against REF`, only an A/B: this tree's `check` and REF's, each cold on a synthetic
+  base its own code builds from its own shipped base, run alternately. The machine's speed
+  drifts by tens of percent over minutes, so alternating runs are the fair comparison.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import random
@@ -21,6 +26,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -84,22 +90,24 @@ def _scramble(text: str, seed: int) -> str:
     return "\n".join(out)
 
 
-def synthetic_kb(n: int, distinct: bool = True) -> Path:
-    """Copy the knowledge base and renumber its cards (of every repo, in turn) until there
-    are n cards in all; a copy stays in its card's repo, with its lock renumbered too."""
+def synthetic_kb(n: int, distinct: bool = True, source: Path = ROOT) -> Path:
+    """Copy the knowledge base at `source` and renumber its cards (of every repo, in turn) until
+    there are n cards in all; a copy stays in its card's repo, with its lock renumbered too
+    (written by the `dossier` on the path, so each version builds locks it reads)."""
+    source = Path(source)
     tmp = Path(tempfile.mkdtemp(prefix="dossier-bench-"))
     for name in ("dossier.toml", "SKILL.md"):
-        shutil.copy(ROOT / name, tmp / name)
+        shutil.copy(source / name, tmp / name)
     for name in ("playbook", "references"):
-        shutil.copytree(ROOT / name, tmp / name)
-    cards = sorted((ROOT / "references/cards").glob("*/*.md"))
+        shutil.copytree(source / name, tmp / name)
+    cards = sorted((source / "references/cards").glob("*/*.md"))
     from dossier.evidence import lock_digest, write_lock
 
     made, k = len(cards), 0
     while made < n:
         src = cards[k % len(cards)]
         repo, pr = src.parent.name, 900000 + made
-        lock_src = ROOT / f"references/evidence/{repo}/{src.stem}.json"
+        lock_src = source / f"references/evidence/{repo}/{src.stem}.json"
         k += 1
         if not lock_src.is_file():
             continue
@@ -117,16 +125,69 @@ def synthetic_kb(n: int, distinct: bool = True) -> Path:
     return tmp
 
 
+def tree_at(ref: str) -> Path:
+    """The project's files at `ref` (its code and its shipped base), unpacked in a temp folder."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref], capture_output=True)
+    if archive.returncode:
+        raise SystemExit(f"--against {ref}: {archive.stderr.decode(errors='replace').strip()}")
+    out = Path(tempfile.mkdtemp(prefix="dossier-ref-"))
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(out, filter="data")
+        else:  # Python before 3.10.12 / 3.11.4; the archive is this repository's own
+            tar.extractall(out)
+    return out
+
+
+def against(ref: str, n: int, pairs: int, env: dict) -> None:
+    """Print REF's and this tree's `check` figures from `pairs` alternating cold runs each."""
+    ref_root = tree_at(ref)
+    bases = {}
+    try:
+        for label, root in ((ref, ref_root), ("this tree", ROOT)):
+            code_env = {**env, "PYTHONPATH": str(root / "tools")}
+            build = ("import sys; sys.path.insert(0, sys.argv[1]); import bench; "
+                     "print(bench.synthetic_kb(int(sys.argv[2]), source=sys.argv[3]))")
+            made = subprocess.run([sys.executable, "-c", build, str(ROOT / "scripts"), str(n), str(root)],
+                                  env=code_env, capture_output=True, text=True)
+            if made.returncode:
+                raise SystemExit(f"building the {label} base failed: {made.stderr.strip()[-300:]}")
+            base = Path(made.stdout.strip())
+            bases[label] = (base, code_env)
+            subprocess.run([*DOSSIER, "build", "--root", str(base)], env=code_env, capture_output=True)
+        for base, code_env in bases.values():  # uncounted: writes each side's bytecode caches
+            cold_run([*DOSSIER, "check", "--root", str(base)], base, code_env, repeat=1)
+        runs = {label: ([], []) for label in bases}
+        for _ in range(pairs):
+            for label, (base, code_env) in bases.items():
+                wall, cpu = cold_run([*DOSSIER, "check", "--root", str(base)], base, code_env, repeat=1)
+                runs[label][0].append(wall)
+                runs[label][1].append(cpu)
+        (w0, c0), (w1, c1) = ((statistics.median(w), statistics.median(c)) for w, c in runs.values())
+        print(f"A/B against {ref}, {n} cards, {pairs} alternating cold runs each (medians): "
+              f"{ref} {w0:.3f} s wall, {c0:.2f} s CPU; this tree {w1:.3f} s wall, {c1:.2f} s CPU "
+              f"({(w1 / w0 - 1) * 100:+.0f}% wall, {(c1 / c0 - 1) * 100:+.0f}% CPU)")
+    finally:
+        shutil.rmtree(ref_root, ignore_errors=True)
+        for base, _ in bases.values():
+            shutil.rmtree(base, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--clone", default=os.environ.get("DOSSIER_CLONE"))
     ap.add_argument("--cards", type=int, default=200)
     ap.add_argument("--fetch", type=int, default=150)
+    ap.add_argument("--against", metavar="REF", help="only an A/B of check: this tree against the commit REF")
+    ap.add_argument("--pairs", type=int, default=8, help="alternating cold runs of each side for --against")
     args = ap.parse_args()
     # Bytecode caching as on a user's machine: with PYTHONDONTWRITEBYTECODE every run would
     # recompile the tool's modules (~0.25 s here), which is no part of what check costs.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(ROOT / "tools")
+    if args.against:
+        against(args.against, args.cards, max(args.pairs, 1), env)
+        return 0
     n_cards = len(list((ROOT / "references/cards").glob("*/*.md")))
     t = timed([*DOSSIER, "check", "--root", str(ROOT)], env=env)
     print(f"check, shipped knowledge base: {n_cards} cards, {t:.3f} s wall ({t / max(n_cards, 1) * 1000:.1f} ms/card)")
