@@ -284,4 +284,3 @@ def test_word_count_pattern_equals_counting_words():
         for n in (1, 2, 3, 15, 25):
             assert bool(phrases._AT_LEAST.get(n, re.compile(
                 rf"(?:(?:{phrases._NOT_A_WORD})*{phrases._A_WORD}){{{n}}}")).match(text)) == (words >= n), (text, n)
-
