@@ -3,6 +3,8 @@
 
 Usage: .venv/bin/python scripts/bench.py [--clone PATH] [--cards 200] [--fetch 150]
        .venv/bin/python scripts/bench.py --against REF [--cards 700] [--pairs 8]
+       .venv/bin/python scripts/bench.py --against-python PATH [--cards 700] [--pairs 8]
+       Any of them with --python PATH: run `dossier` on that interpreter instead.
 
 - `dossier check` on the shipped knowledge base (wall time, per card), and on a
   synthetic knowledge base of N cards made by renumbering the shipped ones.
@@ -12,6 +14,10 @@ Usage: .venv/bin/python scripts/bench.py [--clone PATH] [--cards 200] [--fetch 1
 - With `--against REF`, only an A/B: this tree's `check` and REF's, each cold on a synthetic
   base its own code builds from its own shipped base, run alternately. The machine's speed
   drifts by tens of percent over minutes, so alternating runs are the fair comparison.
+- With `--against-python PATH`, only an A/B of interpreters: this tree's `check` on this
+  interpreter (or --python) and on PATH, alternately. The same code runs about a quarter
+  faster on a build with PGO and LTO and a statically linked libpython than on one with a
+  shared libpython and no PGO (pyenv's default build).
 """
 
 from __future__ import annotations
@@ -32,7 +38,34 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DOSSIER = [sys.executable, "-m", "dossier.cli"]
+PYTHON = sys.executable  # the interpreter `check` runs on; --python picks another
+
+
+def dossier(python: str | None = None) -> list[str]:
+    return [python or PYTHON, "-m", "dossier.cli"]
+
+
+_DESCRIBE = (
+    "import platform, sys, sysconfig\n"
+    "try:\n"
+    "    shared = any('libpython' in line for line in open('/proc/self/maps'))\n"
+    "except OSError:\n"
+    "    shared = bool(sysconfig.get_config_var('Py_ENABLE_SHARED'))\n"
+    "print(f\"{platform.python_implementation()} {platform.python_version()}, \"\n"
+    "      f\"libpython {'shared' if shared else 'linked in'}\")\n"
+)
+
+
+def describe(python: str) -> str:
+    """What the interpreter is: its version and whether it runs from a shared libpython (a
+    build without --enable-shared, or with PGO and LTO, runs the same code faster)."""
+    try:
+        res = subprocess.run([python, "-c", _DESCRIBE], capture_output=True, text=True)
+    except OSError as exc:
+        raise SystemExit(f"--python {python}: does not run ({exc.strerror})") from None
+    if res.returncode:
+        raise SystemExit(f"--python {python}: does not run ({res.stderr.strip()[-200:] or res.returncode})")
+    return f"{res.stdout.strip()} ({python})"
 
 
 def timed(cmd, repeat=3, **kw) -> float:
@@ -142,9 +175,18 @@ def tree_at(ref: str) -> Path:
 def against(ref: str, n: int, pairs: int, env: dict) -> None:
     """Print REF's and this tree's `check` figures from `pairs` alternating cold runs each."""
     ref_root = tree_at(ref)
+    try:
+        alternate([(ref, ref_root, PYTHON), ("this tree", ROOT, PYTHON)], n, pairs, env, f"A/B against {ref}")
+    finally:
+        shutil.rmtree(ref_root, ignore_errors=True)
+
+
+def alternate(sides: list[tuple[str, Path, str]], n: int, pairs: int, env: dict, title: str) -> None:
+    """Print both sides' `check` figures from `pairs` alternating cold runs each. A side is
+    (label, the tree whose code and shipped base it uses, the interpreter it runs on)."""
     bases = {}
     try:
-        for label, root in ((ref, ref_root), ("this tree", ROOT)):
+        for label, root, python in sides:
             code_env = {**env, "PYTHONPATH": str(root / "tools")}
             build = ("import sys; sys.path.insert(0, sys.argv[1]); import bench; "
                      "print(bench.synthetic_kb(int(sys.argv[2]), source=sys.argv[3]))")
@@ -153,23 +195,23 @@ def against(ref: str, n: int, pairs: int, env: dict) -> None:
             if made.returncode:
                 raise SystemExit(f"building the {label} base failed: {made.stderr.strip()[-300:]}")
             base = Path(made.stdout.strip())
-            bases[label] = (base, code_env)
-            subprocess.run([*DOSSIER, "build", "--root", str(base)], env=code_env, capture_output=True)
-        for base, code_env in bases.values():  # uncounted: writes each side's bytecode caches
-            cold_run([*DOSSIER, "check", "--root", str(base)], base, code_env, repeat=1)
+            bases[label] = (base, code_env, python)
+            subprocess.run([*dossier(python), "build", "--root", str(base)], env=code_env, capture_output=True)
+        for base, code_env, python in bases.values():  # uncounted: writes each side's bytecode caches
+            cold_run([*dossier(python), "check", "--root", str(base)], base, code_env, repeat=1)
         runs = {label: ([], []) for label in bases}
         for _ in range(pairs):
-            for label, (base, code_env) in bases.items():
-                wall, cpu = cold_run([*DOSSIER, "check", "--root", str(base)], base, code_env, repeat=1)
+            for label, (base, code_env, python) in bases.items():
+                wall, cpu = cold_run([*dossier(python), "check", "--root", str(base)], base, code_env, repeat=1)
                 runs[label][0].append(wall)
                 runs[label][1].append(cpu)
-        (w0, c0), (w1, c1) = ((statistics.median(w), statistics.median(c)) for w, c in runs.values())
-        print(f"A/B against {ref}, {n} cards, {pairs} alternating cold runs each (medians): "
-              f"{ref} {w0:.3f} s wall, {c0:.2f} s CPU; this tree {w1:.3f} s wall, {c1:.2f} s CPU "
+        (l0, (w0, c0)), (l1, (w1, c1)) = ((label, (statistics.median(w), statistics.median(c)))
+                                          for label, (w, c) in runs.items())
+        print(f"{title}, {n} cards, {pairs} alternating cold runs each (medians): "
+              f"{l0} {w0:.3f} s wall, {c0:.2f} s CPU; {l1} {w1:.3f} s wall, {c1:.2f} s CPU "
               f"({(w1 / w0 - 1) * 100:+.0f}% wall, {(c1 / c0 - 1) * 100:+.0f}% CPU)")
     finally:
-        shutil.rmtree(ref_root, ignore_errors=True)
-        for base, _ in bases.values():
+        for base, *_ in bases.values():
             shutil.rmtree(base, ignore_errors=True)
 
 
@@ -179,41 +221,58 @@ def main() -> int:
     ap.add_argument("--cards", type=int, default=200)
     ap.add_argument("--fetch", type=int, default=150)
     ap.add_argument("--against", metavar="REF", help="only an A/B of check: this tree against the commit REF")
-    ap.add_argument("--pairs", type=int, default=8, help="alternating cold runs of each side for --against")
+    ap.add_argument("--pairs", type=int, default=8,
+                    help="alternating cold runs of each side for --against / --against-python")
+    ap.add_argument("--python", metavar="PATH",
+                    help="run `dossier` on this interpreter (one with the project's dependencies, e.g. another venv's)")
+    ap.add_argument("--against-python", metavar="PATH",
+                    help="only an A/B of check: this tree on --python (or this interpreter) against PATH")
     args = ap.parse_args()
+    global PYTHON
+    if args.python:
+        PYTHON = args.python
+    print(f"interpreter: {describe(PYTHON)}")
     # Bytecode caching as on a user's machine: with PYTHONDONTWRITEBYTECODE every run would
     # recompile the tool's modules (~0.25 s here), which is no part of what check costs.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = str(ROOT / "tools")
+    if args.against and args.against_python:
+        raise SystemExit("--against and --against-python: one A/B at a time")
     if args.against:
         against(args.against, args.cards, max(args.pairs, 1), env)
         return 0
+    if args.against_python:
+        other = describe(args.against_python)
+        print(f"against:     {other}")
+        alternate([("this interpreter", ROOT, PYTHON), ("the other", ROOT, args.against_python)],
+                  args.cards, max(args.pairs, 1), env, "A/B of interpreters")
+        return 0
     n_cards = len(list((ROOT / "references/cards").glob("*/*.md")))
-    t = timed([*DOSSIER, "check", "--root", str(ROOT)], env=env)
+    t = timed([*dossier(), "check", "--root", str(ROOT)], env=env)
     print(f"check, shipped knowledge base: {n_cards} cards, {t:.3f} s wall ({t / max(n_cards, 1) * 1000:.1f} ms/card)")
     for distinct, label in ((True, "distinct prose"), (False, "worst case: verbatim copies, every sentence templated")):
         tmp = synthetic_kb(args.cards, distinct)
-        subprocess.run([*DOSSIER, "build", "--root", str(tmp)], env=env, capture_output=True)
-        res = subprocess.run([*DOSSIER, "check", "--root", str(tmp), "--format", "json"], env=env,
+        subprocess.run([*dossier(), "build", "--root", str(tmp)], env=env, capture_output=True)
+        res = subprocess.run([*dossier(), "check", "--root", str(tmp), "--format", "json"], env=env,
                              capture_output=True, text=True)
         if res.returncode == 2 or not res.stdout.strip():
             raise SystemExit(f"dossier check failed on the synthetic base: {res.stderr.strip()[-300:]}")
         count = len(json.loads(res.stdout))
-        t = timed([*DOSSIER, "check", "--root", str(tmp)], env=env)
-        cold, cpu = cold_run([*DOSSIER, "check", "--root", str(tmp)], tmp, env)
+        t = timed([*dossier(), "check", "--root", str(tmp)], env=env)
+        cold, cpu = cold_run([*dossier(), "check", "--root", str(tmp)], tmp, env)
         print(f"check, {args.cards} cards ({label}): {t:.3f} s wall with .dossier-cache warm, {cold:.3f} s cold "
               f"({cpu:.2f} s of CPU in all processes); {t / args.cards * 1000:.1f} ms/card, {count} findings")
         if distinct:
-            one, cpu = cold_run([*DOSSIER, "check", "--root", str(tmp)], tmp, {**env, "DOSSIER_JOBS": "1"})
+            one, cpu = cold_run([*dossier(), "check", "--root", str(tmp)], tmp, {**env, "DOSSIER_JOBS": "1"})
             print(f"  in one process (DOSSIER_JOBS=1): {one:.3f} s cold ({cpu:.2f} s of CPU)")
         if distinct:
             # The floor under any rule: interpreter, imports and reading every card (S001 is
             # the card-reading rule; selecting it alone runs nothing else).
-            floor = timed([*DOSSIER, "check", "--root", str(tmp), "--select", "S001"], env=env)
+            floor = timed([*dossier(), "check", "--root", str(tmp), "--select", "S001"], env=env)
             print(f"  of which the floor (start, imports, reading {args.cards} cards; --select S001): {floor:.3f} s")
         shutil.rmtree(tmp)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import dossier.cli"], env=env, check=True)
+    subprocess.run([PYTHON, "-c", "import dossier.cli"], env=env, check=True)
     print(f"  of which interpreter start + imports: {time.perf_counter() - start:.3f} s")
     if not args.clone:
         print("no --clone given: skipping trace and fetch")
@@ -226,15 +285,15 @@ def main() -> int:
                              capture_output=True, text=True).stdout.strip()
     floor = timed(["git", "--git-dir", args.clone, "log", "--first-parent", "--name-only", "--format=%H %s", "HEAD",
                    "--", *[f":(glob){g}" for g in globs]])
-    trace = timed([*DOSSIER, "trace", "--all", "--clone", args.clone, "--root", str(ROOT), "--format", "json"], env=env)
+    trace = timed([*dossier(), "trace", "--all", "--clone", args.clone, "--root", str(ROOT), "--format", "json"], env=env)
     print(f"trace --all over {commits} commits: {trace:.3f} s; git log floor {floor:.3f} s; ratio {trace / floor:.2f}x")
-    out = subprocess.run([*DOSSIER, "trace", "--all", "--clone", args.clone, "--root", str(ROOT), "--format", "json"],
+    out = subprocess.run([*dossier(), "trace", "--all", "--clone", args.clone, "--root", str(ROOT), "--format", "json"],
                          env=env, capture_output=True, text=True).stdout
     prs = [str(r["pr"]) for r in json.loads(out) if r.get("pr")][: args.fetch]
     tmp = Path(tempfile.mkdtemp(prefix="dossier-fetch-"))
     shutil.copy(ROOT / "dossier.toml", tmp / "dossier.toml")
     start = time.perf_counter()
-    subprocess.run([*DOSSIER, "fetch", "sglang", *prs, "--clone", args.clone, "--root", str(tmp)],
+    subprocess.run([*dossier(), "fetch", "sglang", *prs, "--clone", args.clone, "--root", str(tmp)],
                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t = time.perf_counter() - start
     got = len(list((tmp / "references/evidence/sglang").glob("*.json")))

@@ -46,3 +46,34 @@ def test_against_an_unknown_ref_is_one_line():
     res = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--against", "no-such-ref-xyz"],
                          capture_output=True, text=True)
     assert res.returncode != 0 and "--against no-such-ref-xyz:" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_against_python_alternates_two_interpreters_on_this_tree(monkeypatch, capsys, tmp_path):
+    bench = _bench()
+    seen = []
+    a, b = tmp_path / "a-python", tmp_path / "b-python"  # two names for one interpreter
+    a.symlink_to(sys.executable)
+    b.symlink_to(sys.executable)
+
+    def stand_in(cmd, root, env, repeat=3):
+        seen.append((cmd[0], env["PYTHONPATH"] == str(ROOT / "tools")))
+        return (2.0, 3.0) if cmd[0] == str(a) else (1.0, 2.0)
+
+    monkeypatch.setattr(bench, "cold_run", stand_in)
+    bench.alternate([("a", ROOT, str(a)), ("b", ROOT, str(b))], 10, 2, {}, "A/B of interpreters")
+    out = capsys.readouterr().out
+    assert "A/B of interpreters, 10 cards" in out and "a 2.000 s wall" in out and "b 1.000 s wall" in out
+    assert "(-50% wall, -33% CPU)" in out
+    assert [p for p, _ in seen] == [str(a), str(b)] * 3 and all(own for _, own in seen)
+
+
+def test_an_interpreter_that_does_not_run_is_one_line(tmp_path):
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench.py"), "--python", str(tmp_path / "nope")],
+                         capture_output=True, text=True)
+    assert res.returncode != 0 and "--python" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_describe_names_the_version_and_how_libpython_is_linked():
+    out = _bench().describe(sys.executable)
+    assert out.startswith("CPython 3.") or out.startswith("PyPy 3.")
+    assert ("libpython shared" in out or "libpython linked in" in out) and sys.executable in out
