@@ -136,6 +136,24 @@ def test_a_request_sent_ahead_is_answered_once_when_asked_and_others_are_not_con
         interp.close()
 
 
+def test_two_requests_sent_ahead_whose_answers_arrive_in_one_read_are_both_answered(tmp_path):
+    done = tmp_path / "done"
+    first = _script(tmp_path, "first.py", "print('one')\n")
+    second = _script(tmp_path, "second.py", f"print('two')\nopen({str(done)!r}, 'w').write('x')\n")
+    interp = LaneInterpreter(tmp_path)
+    try:
+        interp.send_ahead("dry_runs", [[first, []]])
+        interp.send_ahead("dry_runs", [[second, []]])
+        deadline = time.monotonic() + 30
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # both answers now wait in the pipe: the first read takes both
+        assert interp.call("dry_runs", [[first, []]], timeout=5) == [[0, "one\n", ""]]
+        assert interp.call("dry_runs", [[second, []]], timeout=5) == [[0, "two\n", ""]]
+    finally:
+        interp.close()
+
+
 def test_a_request_sent_ahead_to_an_interpreter_that_died_is_asked_again(tmp_path):
     ok = _script(tmp_path, "ok.py", "print('fine')\n")
     interp = LaneInterpreter(tmp_path)

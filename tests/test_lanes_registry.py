@@ -137,3 +137,42 @@ def test_cli_lanes_run_passes_registry_and_extra_args(kb, capfd):
     assert res.exit_code == 0
     out = capfd.readouterr().out
     assert "lane: vl-encoder-dp" in out and "--tp 2 --mm-enable-dp-encoder" in out
+
+
+def test_l012_dry_runs_are_sent_to_the_lane_subprocess_before_the_cards_load(kb, monkeypatch):
+    from dossier import cards as cards_module
+    from dossier.lane_interpreter import LaneInterpreter
+
+    lanes_dir = kb / "playbook" / "lanes"
+    (lanes_dir / "fine.py").write_text("print('fine')\n")
+    (lanes_dir / "broken.py").write_text("raise SystemExit(3)\n")
+    write_registry(kb, [{"id": "fine", "title": "T", "script": "playbook/lanes/fine.py"},
+                        {"id": "broken", "title": "T", "script": "playbook/lanes/broken.py"}])
+    (kb / "references" / "cards" / "sglang").mkdir(parents=True)
+    (kb / "references" / "cards" / "sglang" / "1.md").write_text("---\nrepo: sglang\n---\n")
+    events = []
+    send, parse, call = LaneInterpreter.send_ahead, cards_module.parse_card, LaneInterpreter.call
+    monkeypatch.setattr(LaneInterpreter, "send_ahead", lambda self, op, arg: (events.append(("ahead", op)), send(self, op, arg)))
+    monkeypatch.setattr(LaneInterpreter, "call", lambda self, op, arg, t: (events.append(("call", op)), call(self, op, arg, t))[1])
+    monkeypatch.setattr("dossier.kb.parse_card", lambda *a: (events.append(("parse", None)), parse(*a))[1])
+    found = run_check(KnowledgeBase(load_config(kb)), ["L012"])
+    assert [f.message.split("'")[1] for f in found] == ["broken"]  # the early answer is the one judged
+    assert events.index(("ahead", "dry_runs")) < events.index(("parse", None)) < events.index(("call", "dry_runs"))
+    assert events.count(("ahead", "dry_runs")) == 1
+    # cached now: nothing is sent ahead, and the verdicts are the same
+    events.clear()
+    assert [f.message.split("'")[1] for f in run_check(KnowledgeBase(load_config(kb)), ["L012"])] == ["broken"]
+    assert ("ahead", "dry_runs") not in events and ("call", "dry_runs") not in events
+
+
+def test_a_failing_send_ahead_leaves_l012_to_ask_itself(kb, monkeypatch):
+    from dossier.kb import KnowledgeBase as KB
+
+    (kb / "playbook" / "lanes" / "broken.py").write_text("raise SystemExit(3)\n")
+    write_registry(kb, [{"id": "broken", "title": "T", "script": "playbook/lanes/broken.py"}])
+
+    def boom(self, lanes):
+        raise OSError("no pipe")
+
+    monkeypatch.setattr(KB, "send_lane_verdicts_ahead", boom)
+    assert [f.message.split("'")[1] for f in findings(kb, "L012")] == ["broken"]

@@ -57,6 +57,15 @@ def _prefetch(ctx, name: str) -> None:
         pass
 
 
+def _send_ahead(rule, ctx) -> None:
+    """A rule's requests sent to the lane subprocess before the cards load; a failure is
+    left for the rule to meet again (and report) when it runs."""
+    try:
+        rule.ahead(ctx)
+    except Exception:  # noqa: BLE001 - nothing sent; the rule asks (and reports) itself
+        pass
+
+
 # Which process runs a rule when `check` splits over two cores. The parent keeps:
 # - the rules that read the locks (15 MB of JSON at 700 cards, read once, on its side):
 #   the G rules and _READS_LOCKS;
@@ -107,6 +116,9 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
     if prefetch or background_rules:
         # The lane subprocess imports the lane scripts on the other core while cards load.
         ctx.start_lane_interpreter_if_cold()
+        for r in card_rules + project_rules:
+            if r.ahead is not None:
+                _send_ahead(r, ctx)
     cards, unreadable = ctx.loaded
     for path, why in unreadable:
         if _selected("S001", select, ignore):

@@ -153,6 +153,9 @@ class LaneInterpreter:
         self._finalizer = None
         self._ahead: list[str] = []  # requests sent ahead, whose answers are still in the pipe
         self._answered: dict[str, bytes] = {}  # answers to requests sent ahead, read before asked for
+        # What was read past the last answer: with two requests sent ahead, one read can
+        # bring both answers, and the second must wait here for its call.
+        self._unread = bytearray()
 
     def send_ahead(self, op: str, arg) -> None:
         """Send a request now, so the interpreter works on it while the caller goes on (on a
@@ -171,6 +174,7 @@ class LaneInterpreter:
     def _ensure(self) -> subprocess.Popen:
         if self._proc is None or self._proc.poll() is not None:
             self._ahead, self._answered = [], {}  # a new interpreter owes nothing
+            self._unread = bytearray()
             self._mark = f"\x1edossier-{secrets.token_hex(8)}\x1e"
             self._proc = subprocess.Popen([sys.executable, "-c", _SERVER, self._mark], cwd=self.root,
                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -186,7 +190,7 @@ class LaneInterpreter:
             try:
                 # Answers come in the order asked: those to requests sent ahead come first.
                 while request not in self._answered and self._ahead:
-                    line = _read_answer(proc, self._mark.encode(), timeout)
+                    line = _read_answer(proc, self._mark.encode(), timeout, self._unread)
                     if line is None:
                         return self._broken()
                     self._answered[self._ahead.pop(0)] = line
@@ -194,7 +198,7 @@ class LaneInterpreter:
                 if line is None:
                     proc.stdin.write((request + "\n").encode())
                     proc.stdin.flush()
-                    line = _read_answer(proc, self._mark.encode(), timeout)
+                    line = _read_answer(proc, self._mark.encode(), timeout, self._unread)
                 return json.loads(line) if line is not None else self._broken()
             except (OSError, ValueError):
                 return self._broken()
@@ -239,16 +243,18 @@ def child_env(environ) -> dict:
     return env
 
 
-def _read_answer(proc: subprocess.Popen, mark: bytes, timeout: float) -> bytes | None:
+def _read_answer(proc: subprocess.Popen, mark: bytes, timeout: float, unread: bytearray) -> bytes | None:
     """The next marked line on the interpreter's stdout within `timeout` seconds (without the
-    marker), skipping whatever else a lane printed; None on timeout or end of output."""
+    marker), skipping whatever else a lane printed; None on timeout or end of output.
+    `unread` holds what an earlier read brought past its answer, and keeps what this one does."""
     deadline = time.monotonic() + timeout
-    fd, buf = proc.stdout.fileno(), b""
+    fd = proc.stdout.fileno()
     with selectors.DefaultSelector() as sel:
         sel.register(fd, selectors.EVENT_READ)
         while True:
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
+            while (end := unread.find(b"\n")) >= 0:
+                line = bytes(unread[:end])
+                del unread[:end + 1]
                 if line.startswith(mark):
                     return line[len(mark):]
             left = deadline - time.monotonic()
@@ -257,7 +263,7 @@ def _read_answer(proc: subprocess.Popen, mark: bytes, timeout: float) -> bytes |
             chunk = os.read(fd, 1 << 16)
             if not chunk:
                 return None
-            buf += chunk
+            unread += chunk
 
 
 def _stop(proc: subprocess.Popen | None) -> None:

@@ -32,6 +32,13 @@ class LaneQueries:
 
         return dry_run_all(self.root, lanes, self.lane_interpreter)
 
+    def send_lane_verdicts_ahead(self, lanes: list[dict]) -> bool:
+        """Send the dry-runs `lane_verdicts(lanes)` will ask for to the lane subprocess now,
+        when any is not cached (see `start_lane_interpreter_if_cold`). Whether it sent them."""
+        from .lanes import send_dry_runs_ahead
+
+        return send_dry_runs_ahead(self.root, lanes, self.lane_interpreter)
+
     @cached_property
     def lane_interpreter(self):
         """The one subprocess that probes the lane scripts for this knowledge base (started on

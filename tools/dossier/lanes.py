@@ -123,16 +123,20 @@ def _dry_run_batch(root: Path, lanes: list[dict], interpreter=None) -> list[tupl
     """Every dry-run in the lane interpreter (dossier.lane_interpreter); None when it broke."""
     from .lane_interpreter import ask
 
-    jobs = [[argv[1], argv[2:]] for argv in (lane_argv(root, lane, ["--dry-run"]) for lane in lanes)]
-    results = ask(root, interpreter, "dry_runs", jobs, DRY_RUN_TIMEOUT)
+    results = ask(root, interpreter, "dry_runs", _dry_run_jobs(root, lanes), DRY_RUN_TIMEOUT)
     if not isinstance(results, list) or len(results) != len(lanes):
         return None  # a lane hung or broke the batch: fall back to one process per lane
     return [_verdict(lane, *r) for lane, r in zip(lanes, results)]
 
 
-def dry_run_all(root: Path, lanes: list[dict], interpreter=None) -> dict[str, tuple[bool, str]]:
-    """Dry-run each lane (by id), reusing cached verdicts whose inputs are unchanged; in
-    `interpreter` (a LaneInterpreter) when given, so the lane helpers are imported once."""
+def _dry_run_jobs(root: Path, lanes: list[dict]) -> list[list]:
+    """The lane interpreter's `dry_runs` request for these lanes: [script, argv] each."""
+    return [[argv[1], argv[2:]] for argv in (lane_argv(root, lane, ["--dry-run"]) for lane in lanes)]
+
+
+def _dry_run_plan(root: Path, lanes: list[dict]) -> tuple[DiskCache, dict[str, str], list[dict]]:
+    """The verdict cache, each lane's cache key (its entry and its folder's scripts), and
+    the lanes whose verdict is not cached."""
     cache = DiskCache(root, "lanes-dry-run")
     scripts: dict[Path, list[Path]] = {}
     keys = {}
@@ -141,7 +145,23 @@ def dry_run_all(root: Path, lanes: list[dict], interpreter=None) -> dict[str, tu
         if folder not in scripts:  # lanes share helper modules in their folder
             scripts[folder] = sorted(folder.glob("*.py")) if folder.is_dir() else []
         keys[lane["id"]] = content_key(sys.version, json.dumps(lane, sort_keys=True, default=str), *scripts[folder])
-    todo = [lane for lane in lanes if cache.get(keys[lane["id"]]) is None]
+    return cache, keys, [lane for lane in lanes if cache.get(keys[lane["id"]]) is None]
+
+
+def send_dry_runs_ahead(root: Path, lanes: list[dict], interpreter) -> bool:
+    """Send `interpreter` (a LaneInterpreter) the dry-runs `dry_run_all` will ask of it for
+    these lanes, when any verdict is not cached: on a cold check they then run on the other
+    core while the cards load, and `dry_run_all` takes the answer. Whether it sent them."""
+    _, _, todo = _dry_run_plan(root, lanes)
+    if todo:
+        interpreter.send_ahead("dry_runs", _dry_run_jobs(root, todo))
+    return bool(todo)
+
+
+def dry_run_all(root: Path, lanes: list[dict], interpreter=None) -> dict[str, tuple[bool, str]]:
+    """Dry-run each lane (by id), reusing cached verdicts whose inputs are unchanged; in
+    `interpreter` (a LaneInterpreter) when given, so the lane helpers are imported once."""
+    cache, keys, todo = _dry_run_plan(root, lanes)
     if todo:
         verdicts = _dry_run_batch(root, todo, interpreter)
         if verdicts is None:

@@ -42,6 +42,10 @@ class Rule:
     # KnowledgeBase properties the rule reads that wait on a subprocess: `check` starts
     # computing them in a thread before anything else, so the wait overlaps the other rules.
     prefetch: tuple[str, ...] = ()
+    # Requests the rule can send the lane subprocess before the cards load: `check` calls it
+    # with the KnowledgeBase right after starting that subprocess, so the subprocess answers
+    # on the other core while the cards load (it only sends; a failure is left to the rule).
+    ahead: Callable | None = None
 
     @property
     def family(self) -> str:
@@ -51,7 +55,8 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, scope: str = "card", background: bool = False, prefetch: tuple[str, ...] = ()):
+def rule(code: str, name: str, scope: str = "card", background: bool = False, prefetch: tuple[str, ...] = (),
+         ahead: Callable | None = None):
     """Register a rule; its docstring's first line is the summary, the rest the docs page."""
 
     def wrap(func: Callable[..., Iterable[Finding]]):
@@ -59,7 +64,7 @@ def rule(code: str, name: str, scope: str = "card", background: bool = False, pr
         summary, _, rest = doc.partition("\n")
         if code in RULES:
             raise RuntimeError(f"duplicate rule code {code}")
-        RULES[code] = Rule(code, name, scope, summary.strip(), _dedent(rest), func, background, tuple(prefetch))
+        RULES[code] = Rule(code, name, scope, summary.strip(), _dedent(rest), func, background, tuple(prefetch), ahead)
         return func
 
     return wrap

@@ -82,7 +82,24 @@ def lane_script_missing(ctx):
                 yield Finding(REGISTRY, line, 1, "L011", msg)
 
 
-@rule("L012", "lane-dry-run-fails", scope="project", background=True)
+def _ready(ctx) -> list[tuple[int, dict]]:
+    """(line, entry) of each lane L012 dry-runs: the first of its id, well formed, with its
+    script present (L010/L011 speak for the others)."""
+    entries, _ = _entries(ctx)
+    ready, seen = [], set()
+    for line, entry in entries:
+        if _problems(ctx, entry, set()) or entry["id"] in seen or _script_missing(ctx, entry):
+            continue
+        seen.add(entry["id"])
+        ready.append((line, entry))
+    return ready
+
+
+def _dry_runs_ahead(ctx) -> None:
+    ctx.send_lane_verdicts_ahead([e for _, e in _ready(ctx)])
+
+
+@rule("L012", "lane-dry-run-fails", scope="project", background=True, ahead=_dry_runs_ahead)
 def lane_dry_run_fails(ctx):
     """A lane script fails `--dry-run`, or the server command it prints is not the registry's `server.cmd` (`engine`).
 
@@ -91,13 +108,7 @@ def lane_dry_run_fails(ctx):
     that one breaks), and caches the verdict in `.dossier-cache/` by the hash of the entry
     and the lane scripts. Run `dossier lanes show ID` to see the exact command.
     """
-    entries, _ = _entries(ctx)
-    ready, seen = [], set()
-    for line, entry in entries:
-        if _problems(ctx, entry, set()) or entry["id"] in seen or _script_missing(ctx, entry):
-            continue  # L010/L011 already speak for it
-        seen.add(entry["id"])
-        ready.append((line, entry))
+    ready = _ready(ctx)
     verdicts = ctx.lane_verdicts([e for _, e in ready])
     for line, entry in ready:
         ok, msg = verdicts[entry["id"]]
