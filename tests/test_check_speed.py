@@ -157,7 +157,8 @@ def test_sampled_shingles_equal_the_joined_string_sample():
     for _ in range(500):
         words = [rng.choice(vocabulary) for _ in range(rng.randint(0, 30))]
         grams = map(" ".join, zip(*(words[i:] for i in range(4))))
-        assert _prose.sampled_shingles(words) == {g for g in grams if not zlib.crc32(g.encode()) & 3}
+        want = {g.encode() for g in grams if not zlib.crc32(g.encode()) & 3}
+        assert _prose.sampled_shingles([w.encode() for w in words]) == want
 
 
 def _old_read(card):
@@ -202,6 +203,7 @@ _SENTENCE_BITS = [
     "Numbers like 3.5x and #12 blank out; paths a/b.py too!", "e.g. this one", "with\0a NUL", "and\1 a one",
     "Short.", "- a bullet item with enough words to count here.", "  wrapped line goes on", "```", "~~~ x",
     "# heading", "<!-- note -->", "12. numbered item that is long enough to count", "",
+    "a non-breaking\u00a0space\u2003and an em space split words as str does", "\x1cinfo separator",
 ]
 
 
@@ -227,7 +229,8 @@ def test_card_prose_equals_reading_sentence_by_sentence(monkeypatch):
     real = _prose._shapes_apart
     monkeypatch.setattr(_prose, "_shapes_apart", lambda parts: calls.append(1) or real(parts))
     rng = random.Random(17)
-    taken = {"card at once": 0, "some section alone": 0, "separator in card": 0}
+    taken = {"card at once": 0, "some section alone": 0, "separator in card": 0,
+             "words as UTF-8": 0, "words as str": 0}
     for number in range(3000):
         card = _prose_card(rng, number)
         calls.clear()
@@ -236,10 +239,13 @@ def test_card_prose_equals_reading_sentence_by_sentence(monkeypatch):
             taken["separator in card"] += 1
         else:
             taken["some section alone" if calls else "card at once"] += 1
+        as_str = any(map(card.text.__contains__, "\0\1" + _prose._NOT_BYTES_SPACE))
+        taken["words as str" if as_str else "words as UTF-8"] += 1
         want_sentences, want_words = _old_read(card)
         assert entry.shapes == [s[3] for s in want_sentences], card.text
         assert entry.sentences == want_sentences, card.text
-        assert entry._words == want_words, card.text
+        # Either way split, the words are the UTF-8 of str.split()'s.
+        assert entry._words == {name: [w.encode() for w in words] for name, words in want_words.items()}, card.text
     assert min(taken.values()) > 200, taken
 
 

@@ -182,6 +182,20 @@ def _card_shapes(card, sections: list[list[tuple[int, list[str]]]]) -> list[list
     return out
 
 
+# The whitespace str.split() splits on but bytes.split() does not (after encoding): where a
+# card's shapes hold none, both give the same words, the second as the UTF-8 the shingle
+# sample hashes, so no shingle is encoded on its own. Looked for with `in`, a C scan each
+# (none at all for a character wider than the text's), far faster than a regex search.
+_NOT_BYTES_SPACE = "\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007" \
+                   "\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+def _utf8_words(shapes: list[str]) -> list[list[bytes]]:
+    """The words of each shape (none holding a NUL or _NOT_BYTES_SPACE), in UTF-8: one
+    encode and split per section, then bytes.split() per sentence."""
+    return [shape.split() for shape in _SENTENCE_SEP.join(shapes).encode().split(b"\0")]
+
+
 class CardProse:
     """One card's prose: the shapes of its judgement-section sentences with enough words
     (what P006 indexes), those sentences with line and raw text once asked for (P006 asks
@@ -193,14 +207,23 @@ class CardProse:
         self._paras = [list(paragraphs(card.sections[name])) for name in self._names]
         self._keeps: list[list[bool]] = []  # per section: which sentences have enough words
         self.shapes: list[str] = []
-        self._words: dict[str, list[str]] = {}  # section -> the words of its kept sentences, in order
-        for name, shapes in zip(self._names, _card_shapes(card, self._paras)):
-            words = [shape.split() for shape in shapes]
-            keep = [len(w) - w.count(_BLANK) >= MIN_SENTENCE_WORDS for w in words]
+        self._words: dict[str, list[bytes]] = {}  # section -> the UTF-8 words of its kept sentences, in order
+        sections = _card_shapes(card, self._paras)
+        # A card holding a separator or such a space (hardly any) has its words split as str.
+        as_str = (_SENTENCE_SEP in card.text or _SECTION_SEP in card.text
+                  or any(map(card.text.__contains__, _NOT_BYTES_SPACE)))
+        blank = _BLANK if as_str else _BLANK.encode()
+        for name, shapes in zip(self._names, sections):
+            words = [shape.split() for shape in shapes] if as_str else _utf8_words(shapes)
+            keep = [len(w) - w.count(blank) >= MIN_SENTENCE_WORDS for w in words]
             kept = list(compress(words, keep))
             if kept:
-                self.shapes += map(" ".join, kept)
-                self._words[name] = list(chain.from_iterable(kept))
+                if as_str:
+                    self.shapes += map(" ".join, kept)
+                    self._words[name] = list(map(str.encode, chain.from_iterable(kept)))
+                else:
+                    self.shapes += map(bytes.decode, map(b" ".join, kept))
+                    self._words[name] = list(chain.from_iterable(kept))
             self._keeps.append(keep)
 
     @cached_property
@@ -225,7 +248,7 @@ class CardProse:
         return out
 
     @cached_property
-    def shingles(self) -> dict[str, set[str]]:
+    def shingles(self) -> dict[str, set[bytes]]:
         words, self._words = self._words, None  # cut once: the word lists are not needed again
         return {name: sampled_shingles(w) for name, w in words.items()}
 
@@ -238,14 +261,15 @@ def sentences(card) -> list[Sentence]:
 _KEPT = bytes([1, 0, 0, 0]) * 64  # CRC-32 mod 4 -> whether the shingle is kept
 
 
-def sampled_shingles(words: list[str], k: int = SHINGLE_WORDS) -> set[str]:
-    """The section's k-word shingles whose UTF-8 has a CRC-32 of 0 mod 4.
+def sampled_shingles(words: list[bytes], k: int = SHINGLE_WORDS) -> set[bytes]:
+    """The section's k-word shingles (the UTF-8 of the words joined by spaces) whose CRC-32
+    is 0 mod 4.
 
     Keeping a deterministic quarter lets overlap ratios survive while the inverted index
     in near_copies shrinks fourfold. Each step maps over all shingles in C; the CRCs mod 4
     go into one bytes object, which one translate turns into keep flags."""
-    grams = list(map(" ".join, zip(*(words[i:] for i in range(k)))))
-    crcs = map(zlib.crc32, map(str.encode, grams))
+    grams = list(map(b" ".join, zip(*(words[i:] for i in range(k)))))
+    crcs = map(zlib.crc32, grams)
     return set(compress(grams, bytes(map(and_, crcs, repeat(3))).translate(_KEPT)))
 
 
