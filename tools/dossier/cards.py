@@ -114,34 +114,14 @@ class Card:
 
     def test_refs(self, *sections: str) -> list[tuple[int, int, str, str]]:
         """(line, col, path, name) of every `file.py::name` test reference in these sections."""
-        refs = self._section_test_refs
         out = []
         for name in sections or tuple(self.sections):
-            out += refs.get(name, ())
-        return out
-
-    @cached_property
-    def _section_test_refs(self) -> dict[str, list[tuple[int, int, str, str]]]:
-        """Section name -> test_refs of that section alone, from one TEST_REF scan of the whole
-        text (no line loop: G009 and G010 ask on every card). A match never spans lines, and
-        a section's body is the run of card lines after its heading up to the next one, so
-        each match is placed by its line; lines in no section of `sections` (frontmatter,
-        `##` headings, a repeated section's body) are in no span, as they are in no body."""
-        text = self.text
-        out: dict[str, list[tuple[int, int, str, str]]] = {}
-        if ".py::" not in text:  # what TEST_REF needs; most cards with no test named lack it
-            return out
-        spans = [(sec.body[0][0], sec.body[-1][0], name) for name, sec in self.sections.items() if sec.body]
-        line, counted = 1, 0  # the line number at offset `counted`
-        for m in TEST_REF.finditer(text):
-            pos = m.start()
-            line += text.count("\n", counted, pos)
-            counted = pos
-            for first, last, name in spans:
-                if first <= line <= last:
-                    col = pos - text.rfind("\n", 0, pos)  # rfind is -1 on the first line: col 1-based
-                    out.setdefault(name, []).append((line, col, m.group(1), m.group(2)))
-                    break
+            sec = self.sections.get(name)
+            for number, text in sec.body if sec else []:
+                if ".py::" not in text:  # what TEST_REF needs; most lines lack it, and `in` is cheap
+                    continue
+                for m in TEST_REF.finditer(text):
+                    out.append((number, m.start() + 1, m.group(1), m.group(2)))
         return out
 
     def key_line(self, key: str) -> int:
