@@ -15,11 +15,10 @@ Only hashes are compared, so this works from the lock alone, with no code text.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 
-from .evidence import ENTRY_LEN, LINE_HASH_LEN, hunk_lines, line_hash
+from .evidence import ENTRY_LEN, hunk_lines, line_hash
 
 ELISION = "..."
 _HUNK = re.compile(r"^(@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@)")
@@ -83,15 +82,10 @@ def _hash(line: QuotedLine, dedent: int) -> str:
 
 def _find(run: Run, hunks: list[dict], dedent: int, after: tuple[int, int]) -> tuple[int, int] | None:
     """Position (hunk index, offset) of the first exact occurrence of the run at or after `after`."""
-    return _find_hashes([_hash(l, dedent) for l in run.lines], run.hunk, hunks, after)
-
-
-def _find_hashes(want: list[str], confined: str | None, hunks: list[dict],
-                 after: tuple[int, int]) -> tuple[int, int] | None:
-    """_find for a run's line hashes, within the hunk `confined` names if any."""
+    want = [_hash(l, dedent) for l in run.lines]
     n = len(want)
     for hi, hunk in enumerate(hunks):
-        if hi < after[0] or (confined and hunk["header"] != confined):
+        if hi < after[0] or (run.hunk and hunk["header"] != run.hunk):
             continue
         seq = hunk.get("lines", [])
         off = after[1] if hi == after[0] else 0
@@ -133,31 +127,10 @@ def _dedents(runs: list[Run], hunks: list[dict]) -> list[int]:
     return found or [0]
 
 
-# A line start not followed by a sign: an empty line, a hunk header, `\ No newline`, a bad sign.
-_UNSIGNED = re.compile(r"^(?![+ -])", re.M)
-
-
-def _plain_hashes(lines: list[tuple[int, str]]) -> list[str] | None:
-    """The dedent-0 hashes of a block that split_runs makes one run with no problem (every line
-    signed, none an elision: no `...` anywhere), from one scan of its text and one hash call a
-    line; None for every other block."""
-    texts = [t for _, t in lines]
-    joined = "\n".join(texts)
-    if not texts or ELISION in joined or _UNSIGNED.search(joined):
-        return None
-    sha = hashlib.sha256
-    return [t[0] + sha(t[1:].rstrip().encode("utf-8", "surrogateescape")).hexdigest()[:LINE_HASH_LEN] for t in texts]
-
-
 def match_block(lines: list[tuple[int, str]], heading_hunk: str | None, facts: dict) -> list[Problem]:
     """Problems with one excerpt block against one file's facts; [] when it is an exact quotation."""
-    hunks = facts.get("hunks", [])
-    # The common case, one run quoted as is, found without building the runs; any other
-    # block, or one not found so, takes the whole way below.
-    want = _plain_hashes(lines)
-    if want is not None and _find_hashes(want, heading_hunk, hunks, (0, 0)) is not None:
-        return []
     runs, problems = split_runs(lines, heading_hunk)
+    hunks = facts.get("hunks", [])
     if heading_hunk and heading_hunk not in {h["header"] for h in hunks}:
         return problems  # G002 reports the unknown hunk
     if not _match_runs(runs, hunks, 0):
