@@ -94,10 +94,10 @@ _INPUT_GLOBS = ("dossier.toml", "references/cards/*/*.md", "references/evidence/
 def inputs_digest(ctx: KnowledgeBase, texts: dict[Path, str] | None = None) -> str:
     """Hash of everything a generated file is rendered from, the renderer's own code included.
 
-    `texts` (path -> bytes, or text as read, strict UTF-8) are inputs the caller has read
-    already: `check` has every card and every lock it loaded (their bytes, or their text,
-    whose bytes are it encoded again: ~15 MB of locks not read twice at 700 cards). `build`
-    passes none, since it rewrites cards' measurement blocks before this.
+    `texts` (path -> text as read, strict UTF-8) are inputs the caller has read already:
+    `check` has every card and every lock it loaded, whose bytes are their text encoded
+    again (~15 MB of locks not read twice at 700 cards). `build` passes none, since it
+    rewrites cards' measurement blocks before this.
     """
     h = hashlib.sha256()
     package = Path(__file__).parent
@@ -114,8 +114,7 @@ def inputs_digest(ctx: KnowledgeBase, texts: dict[Path, str] | None = None) -> s
         h.update(name.encode())
         h.update(b"\0")
         if path in texts:
-            data = texts[path]
-            h.update(data if isinstance(data, bytes) else data.encode("utf-8"))
+            h.update(texts[path].encode("utf-8"))
         else:
             with open(path, "rb", buffering=0) as fh:
                 while n := fh.readinto(buf):

@@ -268,30 +268,6 @@ def parse_lock(text: str, path: Path) -> dict:
     return lock
 
 
-# orjson reads an integer literal past 64 bits as a float, json as an int: a file with a run
-# of 19 or more digits anywhere (mostly inside a hash string) is left to json. Digits map to
-# "0", every other byte to "x", so one find over the mapped bytes sees every such run.
-_DIGITS_TO_ZERO = bytes(48 if 48 <= b <= 57 else 120 for b in range(256))
-_LONG_DIGIT_RUN = b"0" * 19
-
-
-def parse_lock_fast(data: bytes) -> dict | None:
-    """parse_lock's lock from a file's bytes, read by orjson (twice as fast as decoding the
-    text and json.loads, and it checks the UTF-8 itself); None where it cannot be sure of the
-    same lock or of no error (bad JSON or UTF-8, a non-lock, a long digit run): then the
-    caller reads the text and calls parse_lock, so its error line stays the one reader's.
-    Besides big integers, orjson and json read the same values from the same valid JSON, and
-    orjson refuses all json refuses and more (NaN, lone surrogate escapes, a BOM, deep
-    nesting; tests/test_lock_loading.py compares them)."""
-    if data.translate(_DIGITS_TO_ZERO).find(_LONG_DIGIT_RUN) != -1:
-        return None
-    try:
-        lock = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return None
-    return lock if isinstance(lock, dict) and "files" in lock and "pr" in lock else None
-
-
 def file_index(lock: dict) -> dict[str, dict]:
     """Files by path, renamed files also by their old path."""
     out = {}

@@ -11,7 +11,7 @@ from pathlib import Path
 from .cards import MAX_CARD_BYTES, Card, parse_card
 from .config import Config
 from .errors import DossierError
-from .evidence import load_lock, parse_lock, parse_lock_fast
+from .evidence import load_lock, parse_lock
 from .fsio import MAX_READ_BYTES, read_text, refuse_outside
 from .lane_queries import LaneQueries
 
@@ -38,7 +38,7 @@ class KnowledgeBase(LaneQueries):
     histories: dict = field(default_factory=dict)  # repo -> sources.git.History, opened on demand
     digests: dict = field(default_factory=dict)  # id(lock) -> lock_digest, see lock_sha
     locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error), see lock_for
-    lock_texts: dict = field(default_factory=dict)  # lock path -> its bytes or text as lock_for read it (B001 hashes it)
+    lock_texts: dict = field(default_factory=dict)  # lock path -> its text as lock_for read it (B001 hashes it)
     card_locks: dict = field(default_factory=dict)  # card path -> card_lock's answer
     lock_dirs: dict = field(default_factory=dict)  # repo -> its lock folder, see _lock_path
     file_indexes: dict = field(default_factory=dict)  # id(lock) -> evidence.file_index, see lock_files
@@ -70,31 +70,18 @@ class KnowledgeBase(LaneQueries):
                 self.rel_paths[path] = str(path)
         return self.rel_paths[path]
 
-    def _plain_bytes(self, path: Path, info: os.stat_result | None) -> bytes | None:
-        """The file's bytes where `_plain_text` may decode them itself, else None.
+    def _plain_text(self, path: Path, info: os.stat_result | None) -> str:
+        """`fsio.read_text(path, root)` with one lstat (`info`) and each folder resolved once.
 
         A regular file (so no symlink) whose folder resolves inside the root resolves inside
-        it too; every other case (a link, a missing or odd file, a folder outside) is None.
+        it too; every other case (a link, a missing or odd file, a folder outside, bad UTF-8)
+        goes to `read_text`, so its error line stays the one reader's.
         """
         if (info is not None and stat.S_ISREG(info.st_mode) and info.st_size <= MAX_READ_BYTES
                 and self._inside(path.parent)):
             try:
-                return path.read_bytes()
-            except OSError:
-                pass
-        return None
-
-    def _plain_text(self, path: Path, info: os.stat_result | None) -> str:
-        """`fsio.read_text(path, root)` with one lstat (`info`) and each folder resolved once.
-
-        What `_plain_bytes` does not read, and bad UTF-8, goes to `read_text`, so its error
-        line stays the one reader's.
-        """
-        data = self._plain_bytes(path, info)
-        if data is not None:
-            try:
-                return data.decode("utf-8")
-            except UnicodeDecodeError:
+                return path.read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
                 pass
         return read_text(path, self.root)
 
@@ -153,17 +140,11 @@ class KnowledgeBase(LaneQueries):
             if info is None or (not stat.S_ISLNK(info.st_mode) and not path.exists()):
                 self.locks[key] = (None, f"no evidence lock at {self.rel(path)}; run `dossier fetch {repo} {pr}`")
             elif stat.S_ISREG(info.st_mode):
-                data = self._plain_bytes(path, info)
-                lock = parse_lock_fast(data) if data is not None else None
-                if lock is not None:  # the common case: bytes to lock, no text decoded
-                    self.lock_texts[path] = data
-                    self.locks[key] = (lock, None)
-                else:
-                    try:  # refuse_outside + load_lock, reading the file once
-                        text = self.lock_texts[path] = self._plain_text(path, info)
-                        self.locks[key] = (parse_lock(text, path), None)
-                    except DossierError as exc:
-                        self.locks[key] = (None, str(exc))
+                try:  # refuse_outside + load_lock, reading the file once
+                    text = self.lock_texts[path] = self._plain_text(path, info)
+                    self.locks[key] = (parse_lock(text, path), None)
+                except DossierError as exc:
+                    self.locks[key] = (None, str(exc))
             else:
                 try:
                     refuse_outside(path, self.root)
