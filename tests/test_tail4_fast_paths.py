@@ -125,3 +125,21 @@ def test_l033_places_a_finding_on_its_line_and_column():
         pos += len(line) + 1
     start, number = max(s for s in starts if s[0] <= offset)
     assert (f.line, f.col) == (number, offset - start + 1) == (9, 11)
+
+
+def test_p001_skips_only_cards_whose_elision_lines_are_all_fenced(monkeypatch):
+    from dossier.rules import phrases
+
+    ctx = SimpleNamespace(rel=lambda p: str(p))
+    rng = random.Random(16)
+    pieces = ["...", "  ...", "... ", "```", "~~~", "  ```py", "\n", "\n", "x", "todo", " ", "İ", "`a`", "\t..."]
+    texts = ["---\npr: 1\n---\n```\n...\n```\n", "---\npr: 1\n---\n```\n...\n```\n...\n", "...\n~~~\n...", "  ```\n..."]
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 14))) for _ in range(3000)]
+    for text in texts:
+        card = parse_card(Path("cards/sglang/1.md"), text)
+        got = list(RULES["P001"].func(ctx, card))
+        with monkeypatch.context() as m:
+            m.setattr(phrases, "_unfenced_elision", lambda text: True)  # never skip: the old path decides
+            assert got == list(RULES["P001"].func(ctx, card)), text
+        # and the skip agrees with the lines of the unfenced text it stands for
+        assert phrases._unfenced_elision(text) == phrases._elision_line(phrases._unfenced(text)), text
