@@ -36,6 +36,8 @@ _SERVER_SIDE = re.compile(r"\s+(?:in|inside|into|through|via|on|to)\b")
 
 def _blank_fences(text: str) -> str:
     """`text` with fenced blocks blanked to spaces, so offsets into it are offsets into `text`."""
+    if "```" not in text and "~~~" not in text:
+        return text  # no fence to blank (most Validation sections): skip the regex pass
     return re.sub(r"(?ms)^\s*(```|~~~).*?^\s*\1[^\n]*$", lambda m: " " * len(m.group(0)), text)
 
 
@@ -50,6 +52,8 @@ def _words(rest: str) -> list[str]:
 def lane_invocations(text: str) -> list[tuple[int, str, list[str]]]:
     """(offset, lane script, its arguments) of every lane command in the code of `text`:
     inline code spans (which may wrap across lines) and fenced blocks."""
+    if "playbook/lanes/" not in text:
+        return []  # every command holds the path _SCRIPT looks for (most cards run no lane script)
     spans: list[tuple[int, str]] = []
     fenced, block, start = False, [], 0
     pos = 0
@@ -81,6 +85,8 @@ def lane_mentions(text: str, registry: dict[str, dict]) -> list[tuple[int, str, 
     registered lane with options. A span is read on its own (a value may be in the prose
     around it), and the `--` that `dossier lanes run ID -- ...` puts before lane options is
     dropped."""
+    if "`--" not in text or "lane" not in text or "with" not in text:
+        return []  # literals every _PROSE_RUN match holds (blanking fences only adds spaces)
     prose = _blank_fences(text)
     out = []
     for m in _PROSE_RUN.finditer(prose):

@@ -100,12 +100,12 @@ def lane_command_invalid(ctx, card):
     section = card.sections.get("Validation")
     if section is None or not section.body:
         return
-    starts, text = [], ""
-    for number, line in section.body:
-        starts.append((len(text), number))
-        text += line + "\n"
+    text = card.body_text("Validation") + "\n"  # each body line and its newline
     for offset, message in _check(ctx, text):
-        line_start, number = max((s for s in starts if s[0] <= offset), default=(0, section.line))
+        # The line holding the offset: its index is the count of newlines before it.
+        index = text.count("\n", 0, offset)
+        number = section.body[index][0]
+        line_start = text.rfind("\n", 0, offset) + 1
         yield Finding(ctx.rel(card.path), number, offset - line_start + 1, "L033", message)
 
 

@@ -101,18 +101,15 @@ def validation_script_missing(ctx, card):
     lock = ctx.card_lock(card) or {}
     in_lock = {f.get("path") for f in lock.get("files", [])} | set(lock.get("test_symbols") or {})
     # The section as one text, so a sentence that wraps across lines is read whole.
-    starts, pos = [], 0
-    for number, line in section.body:
-        starts.append((pos, number))
-        pos += len(line) + 1
-    text = "".join(line + "\n" for _, line in section.body)
+    text = card.body_text("Validation") + "\n" if section.body else ""
     for offset, paths in script_paths(text):
         if in_lock.intersection(paths) or _exists(ctx, paths, (repo,)):
             continue
         path = paths[0]
         if _SAYS_GONE.found(_sentence_at(text, offset)):
             continue
-        line_start, number = max((s for s in starts if s[0] <= offset), default=(0, section.line))
+        number = section.body[text.count("\n", 0, offset)][0]  # the line holding the offset
+        line_start = text.rfind("\n", 0, offset) + 1
         yield Finding(ctx.rel(card.path), number, offset - line_start + 1, "L032",
                       f"{path} is not in the diff and not at the pinned SHA; name what replaced it, "
                       f"or say in this sentence that it is gone")
