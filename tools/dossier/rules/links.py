@@ -204,14 +204,18 @@ def _validation_paragraphs(card) -> list[tuple[int, str]]:
     sec = card.sections.get("Validation")
     if sec is None:
         return []
-    # The stripped lines joined by newlines: a paragraph is a run of non-empty lines there,
-    # found by one regex instead of a step per line (a stripped line holds no newline).
-    stripped = "\n".join(map(str.strip, sec.joined.split("\n")))
-    return [(sec.body[stripped.count("\n", 0, m.start())][0], m.group().replace("\n", " "))
-            for m in _PARAGRAPH.finditer(stripped)]
-
-
-_PARAGRAPH = re.compile(r"[^\n]+(?:\n[^\n]+)*")
+    out, buf, start = [], [], None
+    for number, text in sec.body:
+        text = text.strip()
+        if text:
+            start = start or number
+            buf.append(text)
+        elif buf:
+            out.append((start, " ".join(buf)))
+            buf, start = [], None
+    if buf:
+        out.append((start, " ".join(buf)))
+    return out
 
 
 def _validation_sentences(card) -> list[tuple[int, str]]:
@@ -244,54 +248,21 @@ def _lane_ahead(lanes) -> re.Pattern | None:
     return re.compile("(" + "|".join(map(re.escape, names)) + r")(?![\w-])")
 
 
-_MAX_ANCHORS = 6  # beyond this many heads, one pass of the regex costs less than a search for each
-
-
-@functools.lru_cache(maxsize=4)
-def _lane_anchors(lanes) -> tuple[str, ...] | None:
-    """The literal heads lane ids start with (each id up to its first inner "-"), or None
-    when there are more than _MAX_ANCHORS."""
-    heads = {lane[:lane.find("-", 1) + 1] or lane for lane in lanes}
-    # A head that starts with another is found wherever that one is: leave it out.
-    heads = {h for h in heads if not any(o != h and h.startswith(o) for o in heads)}
-    return tuple(sorted(heads)) if len(heads) <= _MAX_ANCHORS else None
-
-
-def _lane_hits(lanes, text: str) -> list[re.Match]:
-    r"""The matches of `_lane_ahead(lanes)` in `text` that its look-behind would keep.
-
-    The regex, an alternation of a dozen ids, tries every letter of the text; instead the
-    few heads the ids start with are searched for (a plain character search) and the regex
-    matched only where one is. Equal to its `finditer`: a match starts where a head is, and
-    a head inside an earlier match has a [\w-] character before it, which the look-behind
-    rejects, as it would any match there.
-    """
-    ahead = _lane_ahead(lanes)
-    anchors = _lane_anchors(lanes)
-    if anchors is None:
-        return [m for m in ahead.finditer(text) if not (m.start() and _NAME_CHAR.match(text, m.start() - 1))]
-    starts = set()
-    for head in anchors:
-        i = text.find(head)
-        while i != -1:
-            starts.add(i)
-            i = text.find(head, i + 1)
-    out = []
-    for i in sorted(starts):
-        if not (i and _NAME_CHAR.match(text, i - 1)) and (m := ahead.match(text, i)):
-            out.append(m)
-    return out
+def _lane_hits(ahead: re.Pattern, text: str) -> list[re.Match]:
+    """The matches of `ahead` (see _lane_ahead) that its look-behind would keep."""
+    return [m for m in ahead.finditer(text) if not (m.start() and _NAME_CHAR.match(text, m.start() - 1))]
 
 
 @functools.lru_cache(maxsize=4)
 def _lane_finder(lanes):
     """text -> the set of lanes it names, `set(_lane_pattern(lanes).findall(text))`."""
-    if _lane_ahead(lanes) is None:
+    ahead = _lane_ahead(lanes)
+    if ahead is None:
         pattern = _lane_pattern(lanes)
         return lambda text: set(pattern.findall(text))
 
     def find(text: str) -> set[str]:
-        return {m.group(1) for m in _lane_hits(lanes, text)}
+        return {m.group(1) for m in _lane_hits(ahead, text)}
 
     return find
 
@@ -305,7 +276,7 @@ def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
         if ahead is None or "\n" in para:
             sentences = [(s, _lane_finder(lanes)(s)) for s in _split_sentences(para) if s.strip()]
         else:
-            sentences = _sentences_naming(lanes, para)
+            sentences = _sentences_naming(ahead, para)
         for sentence, named in sentences:
             if named:
                 negated = _NEGATED.found(sentence)
@@ -314,7 +285,7 @@ def _lane_mentions(ctx, card) -> dict[str, list[tuple[int, bool]]]:
     return found
 
 
-def _sentences_naming(lanes, para: str) -> list[tuple[str, set[str]]]:
+def _sentences_naming(ahead: re.Pattern, para: str) -> list[tuple[str, set[str]]]:
     r"""(sentence, lanes it names) for the sentences of a one-line paragraph that name a lane.
 
     The lanes are found in the paragraph at once, then placed in the sentences
@@ -322,7 +293,7 @@ def _sentences_naming(lanes, para: str) -> list[tuple[str, set[str]]]:
     characters around a sentence (a stop, spaces) are no [\w-] either, so a sentence
     names what the paragraph's matches inside it name.
     """
-    hits = _lane_hits(lanes, para)
+    hits = _lane_hits(ahead, para)
     if not hits:
         return []
     starts, ends = [0], []  # of each sentence, as _split_sentences cuts them

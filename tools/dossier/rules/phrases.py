@@ -5,7 +5,6 @@ in similarity.py."""
 
 from __future__ import annotations
 
-import bisect
 import functools
 import re
 
@@ -60,17 +59,13 @@ def _elision_line(text: str) -> bool:
     line too; str.strip strips what `\s` matches. Looking only at each `...` costs far less
     than the regex trying every line start of a card whose excerpts elide code.
     """
-    return next(_elision_starts(text), None) is not None
-
-
-def _elision_starts(text: str):
-    """The start of each line of `text` that is `...` between whitespace, in order."""
     i = text.find("...")
     while i != -1:
         start, end = text.rfind("\n", 0, i) + 1, text.find("\n", i + 3)
         if not text[start:i].strip() and not text[i + 3:len(text) if end == -1 else end].strip():
-            yield start
+            return True
         i = text.find("...", i + 1)
+    return False
 
 
 def _unfenced(text: str) -> str:
@@ -80,21 +75,6 @@ def _unfenced(text: str) -> str:
     from the fence lines alone: a fence line is one whose first non-blank characters open
     a fence, so each ``` or ~~~ with only whitespace before it on its line starts one.
     """
-    out, pos, fenced = [], 0, False
-    for start in _fence_starts(text):
-        if not fenced and start > pos:
-            out.append(text[pos:start - 1])  # the lines before this fence line
-        fenced = not fenced
-        end = text.find("\n", start)
-        pos = len(text) + 1 if end == -1 else end + 1
-    if not fenced and pos <= len(text):
-        out.append(text[pos:])
-    return "\n".join(out)
-
-
-def _fence_starts(text: str) -> list[int]:
-    """The start of each fence line of `text`, in order: each ``` or ~~~ with only whitespace
-    before it on its line starts one."""
     fences = set()
     for opener in ("```", "~~~"):
         i = text.find(opener)
@@ -103,18 +83,16 @@ def _fence_starts(text: str) -> list[int]:
             if not text[start:i].strip():
                 fences.add(start)
             i = text.find(opener, i + 3)
-    return sorted(fences)
-
-
-def _unfenced_elision(text: str) -> bool:
-    """Whether a `...` line of `text` is outside fenced code, as one of `_unfenced(text)`'s lines
-    (an odd count of fence lines before it puts it inside), without building that text."""
-    fences = None
-    for start in _elision_starts(text):
-        fences = _fence_starts(text) if fences is None else fences
-        if bisect.bisect_left(fences, start) % 2 == 0:
-            return True
-    return False
+    out, pos, fenced = [], 0, False
+    for start in sorted(fences):
+        if not fenced and start > pos:
+            out.append(text[pos:start - 1])  # the lines before this fence line
+        fenced = not fenced
+        end = text.find("\n", start)
+        pos = len(text) + 1 if end == -1 else end + 1
+    if not fenced and pos <= len(text):
+        out.append(text[pos:])
+    return "\n".join(out)
 
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
@@ -147,8 +125,6 @@ def placeholder(ctx, card):
     # what passed the first test). Where lower-casing keeps every match, that match implies
     # _fast_placeholder's on the prose; its words part can hold only where the whole card
     # has them (`words`).
-    if not words and _lower_keeps_matches(card.text) and not _unfenced_elision(card.text):
-        return  # only `...` lines in excerpts passed (the card's text holds every character its prose does)
     text = _unfenced(card.text)
     if (_lower_keeps_matches(text)
             and not ((words and _placeholder_words(text.lower())) or ("..." in text and _elision_line(text)))):
