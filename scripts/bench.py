@@ -158,6 +158,17 @@ def synthetic_kb(n: int, distinct: bool = True, source: Path = ROOT) -> Path:
     return tmp
 
 
+def where_the_time_goes(root: Path, env: dict, top: int = 6) -> str:
+    """The slowest steps of one cold `check --timings` on `root`, and each process's total."""
+    shutil.rmtree(root / ".dossier-cache", ignore_errors=True)
+    res = subprocess.run([*dossier(), "check", "--root", str(root), "--timings"], env=env, capture_output=True, text=True)
+    rows = [line for line in res.stderr.splitlines() if line.startswith("  ")]
+    if not rows or not rows[-1].startswith("  totals:"):
+        return "no timings (" + (res.stderr.strip().splitlines() or ["no output"])[-1][:200] + ")"
+    steps = [" ".join(line.split()) for line in rows[:-1]]
+    return "; ".join(steps[:top]) + "; " + rows[-1].strip()
+
+
 def tree_at(ref: str) -> Path:
     """The project's files at `ref` (its code and its shipped base), unpacked in a temp folder."""
     archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", ref], capture_output=True)
@@ -265,6 +276,8 @@ def main() -> int:
         if distinct:
             one, cpu = cold_run([*dossier(), "check", "--root", str(tmp)], tmp, {**env, "DOSSIER_JOBS": "1"})
             print(f"  in one process (DOSSIER_JOBS=1): {one:.3f} s cold ({cpu:.2f} s of CPU)")
+        if distinct:
+            print(f"  where the time goes (one cold run, check --timings): {where_the_time_goes(tmp, env)}")
         if distinct:
             # The floor under any rule: interpreter, imports and reading every card (S001 is
             # the card-reading rule; selecting it alone runs nothing else).

@@ -77,3 +77,14 @@ def test_describe_names_the_version_and_how_libpython_is_linked():
     out = _bench().describe(sys.executable)
     assert out.startswith("CPython 3.") or out.startswith("PyPy 3.")
     assert ("libpython shared" in out or "libpython linked in" in out) and sys.executable in out
+
+
+def test_where_the_time_goes_reads_the_timings_table(monkeypatch, tmp_path):
+    bench = _bench()
+    table = ("timings (CPU seconds ...):\n  interpreter start and imports   0.110  parent\n"
+             "  P006   0.400  child\n  reading cards   0.300  parent\n  totals: child 1.100, parent 1.200\n")
+    monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", table))
+    out = bench.where_the_time_goes(tmp_path, {}, top=2)
+    assert out == "interpreter start and imports 0.110 parent; P006 0.400 child; totals: child 1.100, parent 1.200"
+    monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 2, "", "error: boom\n"))
+    assert bench.where_the_time_goes(tmp_path, {}) == "no timings (error: boom)"

@@ -72,3 +72,44 @@ def test_jobs_setting(monkeypatch):
     assert not worth_forking(10_000, 100)  # one usable core
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert worth_forking(100, 100) and not worth_forking(99, 100)
+
+
+def test_timings_name_every_rule_that_ran_and_the_process_it_ran_in(broken_kb, monkeypatch):
+    from dossier.config import load_config
+    from dossier.kb import KnowledgeBase
+    from dossier.rules import RULES
+
+    monkeypatch.setenv(forked.JOBS_ENV, "1")
+    serial = findings(broken_kb)
+    monkeypatch.setenv(forked.JOBS_ENV, "2")
+    times: dict = {}
+    assert check_module.run_check(KnowledgeBase(load_config(broken_kb)), None, None, times) == serial
+    sides = {code: side for code, side in times}
+    assert sides["reading cards"] == "parent" and sides["P006"] == "child" and sides["G001"] == "parent"
+    ran = {code for code in sides if code in RULES}
+    assert ran == set(RULES)  # every rule, on whichever side it ran
+    assert {sides[c] for c in RULES if RULES[c].background} <= {"thread"}
+    assert all(sec >= 0 for sec in times.values())
+    # a child that failed: its rules are timed where they ran instead, and nothing is lost
+    monkeypatch.setattr(check_module, "Forked", type("Failed", (), {"__init__": lambda s, f: None,
+                                                                     "result": lambda s: None}))
+    times.clear()
+    assert check_module.run_check(KnowledgeBase(load_config(broken_kb)), None, None, times) == serial
+    assert {side for code, side in times if code == "P006"} == {"parent"}
+
+
+def test_check_timings_go_to_stderr_and_leave_the_output_as_it_was(broken_kb):
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, forked.JOBS_ENV: "2", "PYTHONPATH": os.pathsep.join(sys.path)}
+    base = [sys.executable, "-m", "dossier.cli", "check", "--root", str(broken_kb), "--format", "json"]
+    plain = subprocess.run(base, capture_output=True, text=True, env=env)
+    timed = subprocess.run([*base, "--timings"], capture_output=True, text=True, env=env)
+    assert timed.returncode == plain.returncode == 1 and json.loads(timed.stdout) == json.loads(plain.stdout)
+    lines = timed.stderr.splitlines()
+    assert lines[0].startswith("timings (CPU seconds") and "interpreter start and imports" in lines[1]
+    assert any(line.split()[:1] == ["P006"] and line.endswith("child") for line in lines)
+    assert lines[-1].startswith("  totals: child ") and "parent " in lines[-1]
+    assert "timings" not in plain.stderr

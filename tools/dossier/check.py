@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 from .kb import KnowledgeBase
@@ -38,6 +39,18 @@ def _run(rule, ctx, card=None) -> list[Finding]:
                         f"internal error in rule {rule.code}{where}: {type(exc).__name__}: {exc}")]
 
 
+def _timed(times: dict, side: str):
+    """A `_run` that adds each call's CPU time (the calling thread's) to times[(code, side)]."""
+    def run(rule, ctx, card=None):
+        start = time.thread_time()
+        try:
+            return _run(rule, ctx, card)
+        finally:
+            key = (rule.code, side)
+            times[key] = times.get(key, 0.0) + time.thread_time() - start
+    return run
+
+
 def _turned_off(card) -> frozenset:
     """The codes a card turns off: a `noqa: {CODE: reason}` entry with a written reason (15+
     characters); S007, the rule that checks those reasons, cannot be turned off."""
@@ -48,13 +61,16 @@ def _turned_off(card) -> frozenset:
                      if code != "S007" and isinstance(reason, str) and len(reason.strip()) >= 15)
 
 
-def _prefetch(ctx, name: str) -> None:
+def _prefetch(ctx, name: str, times: dict | None = None) -> None:
     """Compute one KnowledgeBase property ahead of the rule that reads it; a failure is left
     for that rule to meet again (and report) when it reads the property itself."""
+    start = time.thread_time()
     try:
         getattr(ctx, name)
     except Exception:  # noqa: BLE001 - not cached, so the reading rule computes it and reports
         pass
+    if times is not None:
+        times[(f"prefetch {name}", "parent")] = time.thread_time() - start
 
 
 def _send_ahead(rule, ctx) -> None:
@@ -89,7 +105,7 @@ def _in_child(r) -> bool:
                 or r.code in _READS_WHAT_B001_READS)
 
 
-def _run_rules(ctx, cards, card_rules, project_rules) -> list[Finding]:
+def _run_rules(ctx, cards, card_rules, project_rules, run=_run) -> list[Finding]:
     """Card rules over every card, then project rules. Rules that read prefetched data go
     after every other rule on every card: run per card in turn, the first card would wait
     for the subprocesses with one core idle."""
@@ -99,13 +115,26 @@ def _run_rules(ctx, cards, card_rules, project_rules) -> list[Finding]:
             off = _turned_off(card)
             for r in batch:
                 if r.code not in off:
-                    out.extend(_run(r, ctx, card))
+                    out.extend(run(r, ctx, card))
     for r in project_rules:
-        out.extend(_run(r, ctx))
+        out.extend(run(r, ctx))
     return out
 
 
-def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
+def _in_child_timed(ctx, cards, card_rules, project_rules, timing: bool):
+    """The child's share: its findings and, when timing, its rules' CPU times."""
+    times: dict = {}
+    run = _timed(times, "child") if timing else _run
+    return _run_rules(ctx, cards, card_rules, project_rules, run), times
+
+
+def run_check(ctx: KnowledgeBase, select=None, ignore=None, times: dict | None = None) -> list[Finding]:
+    """The findings of the selected rules. With `times` (a dict), each rule's CPU time is
+    added to it under (code, process): "parent", "child" (the forked share) or "thread" (a
+    background rule), and the card reading under ("reading cards", "parent"). A rule's
+    time includes what it is the first to compute (G001's includes reading the locks)."""
+    timing = times is not None
+    run = _timed(times, "parent") if timing else _run
     _validate_codes(select)
     _validate_codes(ignore)
     findings: list[Finding] = []
@@ -119,7 +148,10 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
         for r in card_rules + project_rules:
             if r.ahead is not None:
                 _send_ahead(r, ctx)
+    start = time.thread_time()
     cards, unreadable = ctx.loaded
+    if timing:
+        times[("reading cards", "parent")] = time.thread_time() - start
     for path, why in unreadable:
         if _selected("S001", select, ignore):
             findings.append(Finding(ctx.rel(path), 1, 1, "S001", why))
@@ -131,25 +163,30 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None) -> list[Finding]:
         child_project = [r for r in project_rules if _in_child(r)]
         card_rules = [r for r in card_rules if not _in_child(r)]
         project_rules = [r for r in project_rules if not _in_child(r)]
-        child = (Forked(lambda: _run_rules(ctx, cards, child_card, child_project)), child_card, child_project)
+        child = (Forked(lambda: _in_child_timed(ctx, cards, child_card, child_project, timing)), child_card, child_project)
     # Subprocess waits (lane dry-runs, lane option probes) in threads: on the other core
     # they cost no wall time while the rules run.
     background = []
     for name in prefetch:
-        thread = threading.Thread(target=_prefetch, args=(ctx, name), daemon=True)
+        thread = threading.Thread(target=_prefetch, args=(ctx, name, times), daemon=True)
         thread.start()
         background.append((thread, []))
     for r in background_rules:
         box: list = []
-        thread = threading.Thread(target=lambda r=r, box=box: box.extend(_run(r, ctx)), daemon=True)
+        in_thread = _timed(times, "thread") if timing else _run
+        thread = threading.Thread(target=lambda r=r, box=box, run=in_thread: box.extend(run(r, ctx)), daemon=True)
         thread.start()
         background.append((thread, box))
-    findings.extend(_run_rules(ctx, cards, card_rules, project_rules))
+    findings.extend(_run_rules(ctx, cards, card_rules, project_rules, run))
     if child is not None:
         forked, child_card, child_project = child
         got = forked.result()
-        # A child that failed in any way: its share runs here, so no finding is lost.
-        findings.extend(got if got is not None else _run_rules(ctx, cards, child_card, child_project))
+        if got is not None:
+            findings.extend(got[0])
+            if timing:
+                times.update(got[1])
+        else:  # a child that failed in any way: its share runs here, so no finding is lost
+            findings.extend(_run_rules(ctx, cards, child_card, child_project, run))
     for thread, box in background:
         thread.join()
         findings.extend(box)
@@ -207,6 +244,22 @@ def require_readable_inputs(ctx: KnowledgeBase, action: str = "nothing written")
     found = unreadable_inputs(ctx)
     if found:
         raise BrokenInputs(found, action)
+
+
+def format_times(times: dict, before: float | None = None) -> str:
+    """The `--timings` table: CPU seconds per rule (and per step) and process, slowest first,
+    then each process's total; `before` is the CPU the command spent before the check."""
+    rows = sorted(times.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines = ["timings (CPU seconds of the thread that ran each; a rule's time includes what it is "
+             "the first to compute, e.g. G001 reading the locks):"]
+    if before is not None:
+        lines.append(f"  {'interpreter start and imports':<34} {before:6.3f}  parent")
+    lines += [f"  {name:<34} {sec:6.3f}  {side}" for (name, side), sec in rows if sec >= 0.0005]
+    totals: dict[str, float] = {}
+    for (_, side), sec in times.items():
+        totals[side] = totals.get(side, 0.0) + sec
+    lines.append("  totals: " + ", ".join(f"{side} {sec:.3f}" for side, sec in sorted(totals.items())))
+    return "\n".join(lines)
 
 
 def format_findings(findings: list[Finding], fmt: str) -> str:
