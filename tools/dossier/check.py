@@ -70,7 +70,7 @@ def _prefetch(ctx, name: str, times: dict | None = None) -> None:
     except Exception:  # noqa: BLE001 - not cached, so the reading rule computes it and reports
         pass
     if times is not None:
-        times[(f"prefetch {name}", "parent")] = time.thread_time() - start
+        times[(f"prefetch {name}", "thread")] = time.thread_time() - start
 
 
 def _send_ahead(rule, ctx) -> None:
@@ -131,7 +131,8 @@ def _in_child_timed(ctx, cards, card_rules, project_rules, timing: bool):
 def run_check(ctx: KnowledgeBase, select=None, ignore=None, times: dict | None = None) -> list[Finding]:
     """The findings of the selected rules. With `times` (a dict), each rule's CPU time is
     added to it under (code, process): "parent", "child" (the forked share) or "thread" (a
-    background rule), and the card reading under ("reading cards", "parent"). A rule's
+    background rule, or "prefetch NAME" for a property computed ahead in a thread of the
+    parent), and the card reading under ("reading cards", "parent"). A rule's
     time includes what it is the first to compute (G001's includes reading the locks)."""
     timing = times is not None
     run = _timed(times, "parent") if timing else _run
