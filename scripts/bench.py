@@ -163,10 +163,12 @@ def where_the_time_goes(root: Path, env: dict, top: int = 6) -> str:
     shutil.rmtree(root / ".dossier-cache", ignore_errors=True)
     res = subprocess.run([*dossier(), "check", "--root", str(root), "--timings"], env=env, capture_output=True, text=True)
     rows = [line for line in res.stderr.splitlines() if line.startswith("  ")]
-    if not rows or not rows[-1].startswith("  totals:"):
+    totals = [line.strip() for line in rows if line.startswith("  totals:")]
+    if not totals:
         return "no timings (" + (res.stderr.strip().splitlines() or ["no output"])[-1][:200] + ")"
-    steps = [" ".join(line.split()) for line in rows[:-1]]
-    return "; ".join(steps[:top]) + "; " + rows[-1].strip()
+    steps = [" ".join(line.split()) for line in rows[:rows.index("  " + totals[0])]]
+    wall = [line.strip() for line in rows if line.startswith("  wall clock")]
+    return "; ".join([*steps[:top], *totals, *wall])
 
 
 def tree_at(ref: str) -> Path:

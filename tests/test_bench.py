@@ -82,9 +82,11 @@ def test_describe_names_the_version_and_how_libpython_is_linked():
 def test_where_the_time_goes_reads_the_timings_table(monkeypatch, tmp_path):
     bench = _bench()
     table = ("timings (CPU seconds ...):\n  interpreter start and imports   0.110  parent\n"
-             "  P006   0.400  child\n  reading cards   0.300  parent\n  totals: child 1.100, parent 1.200\n")
+             "  P006   0.400  child\n  reading cards   0.300  parent\n  totals: child 1.100, parent 1.200\n"
+             "  wall clock, seconds since the command started: cards read 0.400, forked 0.410\n")
     monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", table))
     out = bench.where_the_time_goes(tmp_path, {}, top=2)
-    assert out == "interpreter start and imports 0.110 parent; P006 0.400 child; totals: child 1.100, parent 1.200"
+    assert out == ("interpreter start and imports 0.110 parent; P006 0.400 child; totals: child 1.100, parent 1.200; "
+                   "wall clock, seconds since the command started: cards read 0.400, forked 0.410")
     monkeypatch.setattr(bench.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 2, "", "error: boom\n"))
     assert bench.where_the_time_goes(tmp_path, {}) == "no timings (error: boom)"

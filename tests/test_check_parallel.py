@@ -82,20 +82,25 @@ def test_timings_name_every_rule_that_ran_and_the_process_it_ran_in(broken_kb, m
     monkeypatch.setenv(forked.JOBS_ENV, "1")
     serial = findings(broken_kb)
     monkeypatch.setenv(forked.JOBS_ENV, "2")
-    times: dict = {}
-    assert check_module.run_check(KnowledgeBase(load_config(broken_kb)), None, None, times) == serial
+    timings = check_module.Timings()
+    assert check_module.run_check(KnowledgeBase(load_config(broken_kb)), None, None, timings) == serial
+    times = timings.cpu
     sides = {code: side for code, side in times}
     assert sides["reading cards"] == "parent" and sides["P006"] == "child" and sides["G001"] == "parent"
     ran = {code for code in sides if code in RULES}
     assert ran == set(RULES)  # every rule, on whichever side it ran
     assert {sides[c] for c in RULES if RULES[c].background} <= {"thread"}
     assert all(sec >= 0 for sec in times.values())
+    marks = timings.wall
+    assert marks["cards read"] <= marks["forked"] <= marks["parent's rules done"] <= marks["threads done"]
+    assert marks["forked"] <= marks["child's rules done"]  # the child's clock is the parent's
     # a child that failed: its rules are timed where they ran instead, and nothing is lost
     monkeypatch.setattr(check_module, "Forked", type("Failed", (), {"__init__": lambda s, f: None,
                                                                      "result": lambda s: None}))
-    times.clear()
-    assert check_module.run_check(KnowledgeBase(load_config(broken_kb)), None, None, times) == serial
-    assert {side for code, side in times if code == "P006"} == {"parent"}
+    timings = check_module.Timings()
+    assert check_module.run_check(KnowledgeBase(load_config(broken_kb)), None, None, timings) == serial
+    assert {side for code, side in timings.cpu if code == "P006"} == {"parent"}
+    assert "child's share done here" in timings.wall and "child's rules done" not in timings.wall
 
 
 def test_check_timings_go_to_stderr_and_leave_the_output_as_it_was(broken_kb):
@@ -111,5 +116,7 @@ def test_check_timings_go_to_stderr_and_leave_the_output_as_it_was(broken_kb):
     lines = timed.stderr.splitlines()
     assert lines[0].startswith("timings (CPU seconds") and "interpreter start and imports" in lines[1]
     assert any(line.split()[:1] == ["P006"] and line.endswith("child") for line in lines)
-    assert lines[-1].startswith("  totals: child ") and "parent " in lines[-1]
+    assert lines[-2].startswith("  totals: child ") and "parent " in lines[-2]
+    assert lines[-1].startswith("  wall clock, seconds since the command started: cards read ")
+    assert "child's rules done" in lines[-1]
     assert "timings" not in plain.stderr

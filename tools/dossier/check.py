@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .kb import KnowledgeBase
@@ -121,20 +122,30 @@ def _run_rules(ctx, cards, card_rules, project_rules, run=_run) -> list[Finding]
     return out
 
 
+@dataclass
+class Timings:
+    """What `check --timings` reports. `cpu`: CPU seconds under (step, process), the step a
+    rule code, "reading cards" or "prefetch NAME" (a property computed ahead in a thread),
+    the process "parent", "child" (the forked share) or "thread" (in a thread of the
+    parent); a rule's time includes what it is the first to compute (G001's, reading the
+    locks). `wall`: when each stage ended (time.perf_counter, a clock the child shares)."""
+    cpu: dict = field(default_factory=dict)
+    wall: dict = field(default_factory=dict)
+
+
 def _in_child_timed(ctx, cards, card_rules, project_rules, timing: bool):
-    """The child's share: its findings and, when timing, its rules' CPU times."""
+    """The child's share: its findings and, when timing, its rules' CPU times and end."""
     times: dict = {}
     run = _timed(times, "child") if timing else _run
-    return _run_rules(ctx, cards, card_rules, project_rules, run), times
+    found = _run_rules(ctx, cards, card_rules, project_rules, run)
+    return found, times, time.perf_counter()
 
 
-def run_check(ctx: KnowledgeBase, select=None, ignore=None, times: dict | None = None) -> list[Finding]:
-    """The findings of the selected rules. With `times` (a dict), each rule's CPU time is
-    added to it under (code, process): "parent", "child" (the forked share) or "thread" (a
-    background rule, or "prefetch NAME" for a property computed ahead in a thread of the
-    parent), and the card reading under ("reading cards", "parent"). A rule's
-    time includes what it is the first to compute (G001's includes reading the locks)."""
-    timing = times is not None
+def run_check(ctx: KnowledgeBase, select=None, ignore=None, timings: Timings | None = None) -> list[Finding]:
+    """The findings of the selected rules; with `timings`, what each step cost (see Timings)."""
+    timing = timings is not None
+    times = timings.cpu if timing else None
+    wall = timings.wall if timing else {}  # marks cost a clock read each: kept, then dropped
     run = _timed(times, "parent") if timing else _run
     _validate_codes(select)
     _validate_codes(ignore)
@@ -153,6 +164,7 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None, times: dict | None =
     cards, unreadable = ctx.loaded
     if timing:
         times[("reading cards", "parent")] = time.thread_time() - start
+        wall["cards read"] = time.perf_counter()
     for path, why in unreadable:
         if _selected("S001", select, ignore):
             findings.append(Finding(ctx.rel(path), 1, 1, "S001", why))
@@ -165,6 +177,7 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None, times: dict | None =
         card_rules = [r for r in card_rules if not _in_child(r)]
         project_rules = [r for r in project_rules if not _in_child(r)]
         child = (Forked(lambda: _in_child_timed(ctx, cards, child_card, child_project, timing)), child_card, child_project)
+        wall["forked"] = time.perf_counter()
     # Subprocess waits (lane dry-runs, lane option probes) in threads: on the other core
     # they cost no wall time while the rules run.
     background = []
@@ -179,6 +192,7 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None, times: dict | None =
         thread.start()
         background.append((thread, box))
     findings.extend(_run_rules(ctx, cards, card_rules, project_rules, run))
+    wall["parent's rules done"] = time.perf_counter()
     if child is not None:
         forked, child_card, child_project = child
         got = forked.result()
@@ -186,11 +200,14 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None, times: dict | None =
             findings.extend(got[0])
             if timing:
                 times.update(got[1])
+            wall["child's rules done"] = got[2]
         else:  # a child that failed in any way: its share runs here, so no finding is lost
             findings.extend(_run_rules(ctx, cards, child_card, child_project, run))
+            wall["child's share done here"] = time.perf_counter()
     for thread, box in background:
         thread.join()
         findings.extend(box)
+    wall["threads done"] = time.perf_counter()
     ctx.close_lane_interpreter()
     if ctx.card_paths is not None:
         # With PATHS, report only on those files and their locks, like a linter run on one file.
@@ -247,9 +264,11 @@ def require_readable_inputs(ctx: KnowledgeBase, action: str = "nothing written")
         raise BrokenInputs(found, action)
 
 
-def format_times(times: dict, before: float | None = None) -> str:
+def format_times(timings: Timings, before: float | None = None, started: float | None = None) -> str:
     """The `--timings` table: CPU seconds per rule (and per step) and process, slowest first,
-    then each process's total; `before` is the CPU the command spent before the check."""
+    then each process's total and, from `started` (the command's perf_counter at its start),
+    when each stage ended; `before` is the CPU the command spent before the check."""
+    times = timings.cpu
     rows = sorted(times.items(), key=lambda kv: (-kv[1], kv[0]))
     lines = ["timings (CPU seconds of the thread that ran each; a rule's time includes what it is "
              "the first to compute, e.g. G001 reading the locks):"]
@@ -260,6 +279,10 @@ def format_times(times: dict, before: float | None = None) -> str:
     for (_, side), sec in times.items():
         totals[side] = totals.get(side, 0.0) + sec
     lines.append("  totals: " + ", ".join(f"{side} {sec:.3f}" for side, sec in sorted(totals.items())))
+    if started is not None and timings.wall:
+        marks = sorted(timings.wall.items(), key=lambda kv: kv[1])
+        lines.append("  wall clock, seconds since the command started: "
+                     + ", ".join(f"{name} {at - started:.3f}" for name, at in marks))
     return "\n".join(lines)
 
 

@@ -22,12 +22,12 @@ from ._base import config_at, exit_quickly, repo_paths, root_option
 @root_option
 def check(paths, fmt, select, ignore, exit_zero, sources, timings, root):
     """Lint cards, locks, playbook, lanes, generated files and SKILL.md."""
-    before = time.process_time()
+    before, started = time.process_time(), time.perf_counter()
     # One short run that keeps what it reads (cards, 15 MB of locks) to the end: the cyclic
     # collector would only walk that heap again and again (0.3-0.5 s at 700 cards) and, in
     # the forked child, touch every shared page. What little garbage has cycles goes at exit.
     gc.disable()
-    from ..check import card_paths_from_args, format_findings, format_times, run_check
+    from ..check import Timings, card_paths_from_args, format_findings, format_times, run_check
     from ..kb import KnowledgeBase
 
     config = config_at(root)
@@ -35,7 +35,7 @@ def check(paths, fmt, select, ignore, exit_zero, sources, timings, root):
     ctx = KnowledgeBase(config, sources=src)
     ctx.card_paths = card_paths_from_args(ctx, paths)
     split = lambda vals: [v.strip() for x in vals for v in x.split(",") if v.strip()]  # noqa: E731
-    times = {} if timings else None
+    times = Timings() if timings else None
     findings = run_check(ctx, split(select), split(ignore), times)
     out = format_findings(findings, fmt)
     if out:
@@ -43,7 +43,7 @@ def check(paths, fmt, select, ignore, exit_zero, sources, timings, root):
     elif fmt == "text":
         click.echo("All checks passed.", err=True)
     if times is not None:
-        click.echo(format_times(times, before), err=True)
+        click.echo(format_times(times, before, started), err=True)
     exit_quickly(0 if exit_zero or not findings else 1)
 
 
