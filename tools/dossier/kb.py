@@ -40,7 +40,6 @@ class KnowledgeBase(LaneQueries):
     locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error), see lock_for
     lock_texts: dict = field(default_factory=dict)  # lock path -> its text as lock_for read it (B001 hashes it)
     card_locks: dict = field(default_factory=dict)  # card path -> card_lock's answer
-    lock_dirs: dict = field(default_factory=dict)  # repo -> its lock folder, see _lock_path
     file_indexes: dict = field(default_factory=dict)  # id(lock) -> evidence.file_index, see lock_files
     rel_paths: dict = field(default_factory=dict)  # Path -> root-relative text, see rel
     fresh_locks: dict = field(default_factory=dict)  # (repo, pr) -> (lock, error) rebuilt from --source
@@ -135,7 +134,7 @@ class KnowledgeBase(LaneQueries):
         """(lock, error) for a card; read once."""
         key = (repo, pr)
         if key not in self.locks:
-            path = self._lock_path(repo, pr)
+            path = self.config.lock_path(repo, pr)
             info = _lstat(path)
             if info is None or (not stat.S_ISLNK(info.st_mode) and not path.exists()):
                 self.locks[key] = (None, f"no evidence lock at {self.rel(path)}; run `dossier fetch {repo} {pr}`")
@@ -152,16 +151,6 @@ class KnowledgeBase(LaneQueries):
                 except DossierError as exc:
                     self.locks[key] = (None, str(exc))
         return self.locks[key]
-
-    def _lock_path(self, repo: str, pr: int) -> Path:
-        """config.lock_path, its repo name checked and its folder built once per repo
-        (each Path join costs microseconds, and lock_for asks once per card)."""
-        folder = self.lock_dirs.get(repo)
-        if folder is None:
-            path = self.config.lock_path(repo, pr)
-            self.lock_dirs[repo] = path.parent
-            return path
-        return folder / f"{pr}.json"
 
     def card_lock(self, card: Card) -> dict | None:
         """The card's lock, or None; kept per card path, as a dozen rules ask for it on every card."""
