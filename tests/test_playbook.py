@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from dossier import playbook
+from dossier import playbook, playbook_page
 from dossier.check import run_check
 from dossier.config import load_config
 from dossier.kb import KnowledgeBase
@@ -147,7 +147,7 @@ def test_l008_no_lane_no_look(kb):
 
 def test_render_markdown_groups_and_links(kb):
     make_kb(kb)
-    md = playbook.render_markdown(KnowledgeBase(load_config(kb)))
+    md = playbook_page.render_markdown(KnowledgeBase(load_config(kb)))
     assert "## Video: raw file/URL and processor output" in md
     assert "[sglang/16366](cards/sglang/16366.md)" in md
     assert "`python/sglang/srt/models/qwen3_vl.py`" in md and "`vl-video` (" in md

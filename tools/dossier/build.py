@@ -10,6 +10,7 @@ from typing import Callable
 from .cards import classify_file
 from .kb import KnowledgeBase
 from .fsio import write_atomic
+from .readable import require_readable_inputs
 from .render import render
 
 
@@ -75,11 +76,11 @@ def render_history(ctx: KnowledgeBase) -> str:
 
 def _renderers(ctx: KnowledgeBase) -> dict[str, Callable[[KnowledgeBase], str]]:
     """Every generated file the knowledge base calls for, relative path -> renderer."""
-    from . import playbook, radar
+    from . import playbook, playbook_page, radar
 
     out: dict[str, Callable[[KnowledgeBase], str]] = {HISTORY: render_history}
     if playbook.playbook_files(ctx.root):
-        out["references/playbook.md"] = playbook.render_markdown
+        out["references/playbook.md"] = playbook_page.render_markdown
     if radar.radar_path(ctx.root).exists():
         out["references/radar.md"] = radar.render_markdown
     return out
@@ -174,7 +175,6 @@ def stale_outputs(ctx: KnowledgeBase) -> list[tuple[str, str | None, str]]:
 
 
 def build(ctx: KnowledgeBase) -> list[Path]:
-    from .check import require_readable_inputs
     from .measurement_blocks import write_card_blocks
 
     require_readable_inputs(ctx, "build stopped, nothing written")

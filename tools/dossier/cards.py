@@ -13,6 +13,11 @@ REQUIRED_SECTIONS = ("Motivation", "Key implementation", "Key code excerpts", "R
 FILE_GROUPS = ("Runtime", "Tests", "Docs", "CI", "Other")
 KINDS = ("perf", "feature", "new-model", "bugfix", "hardware", "docs", "refactor", "revert", "ci", "test")
 STATES = ("merged", "open", "closed")
+LIST_KEYS = ("families", "lanes", "symptoms")  # lists of names: nothing nested
+REQUIRED_KEYS = {
+    "repo": str, "pr": int, "title": str, "state": str, "url": str,
+    "families": list, "kind": str, "lanes": list,
+}
 
 # Far above any real card (the largest is ~10 KB, its frontmatter under 1 KB), low enough that a
 # pasted log or generated blob cannot cost seconds and gigabytes in every command.
@@ -126,6 +131,28 @@ class Card:
 
     def key_line(self, key: str) -> int:
         return self.meta_lines.get(key, 2)
+
+    def field_problems(self):
+        """(line, message, of the wrong type) for each required frontmatter field that is
+        missing or of the wrong type (S002; `readable` stops on the wrong types)."""
+        meta = self.meta
+        if meta is None:
+            return
+        for key, typ in REQUIRED_KEYS.items():
+            if key not in meta:
+                yield 1, f"frontmatter field '{key}' is missing", False
+            elif not isinstance(meta[key], typ) or isinstance(meta[key], bool):
+                yield (self.key_line(key), f"frontmatter field '{key}' must be {typ.__name__}, "
+                       f"got {type(meta[key]).__name__}", True)
+        if "symptoms" in meta and not isinstance(meta["symptoms"], list):
+            yield (self.key_line("symptoms"), "frontmatter field 'symptoms' must be list, "
+                   f"got {type(meta['symptoms']).__name__}", True)
+        for key in LIST_KEYS:
+            value = meta.get(key)
+            if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+                yield self.key_line(key), f"frontmatter field '{key}' must be a list of names (strings)", True
+        if meta.get("state") == "merged" and not meta.get("merged"):
+            yield self.key_line("state"), "state is merged but 'merged' date is missing", False
 
     @cached_property
     def cid(self) -> str:

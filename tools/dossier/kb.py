@@ -300,9 +300,9 @@ class KnowledgeBase(LaneQueries):
     @cached_property
     def releases(self) -> dict[str, dict | None]:
         """Per repo: its newest release's listing (references/trees/<repo>-release.json), or None."""
-        from .trees import load_release
+        from . import release
 
-        return {repo: load_release(self.root, repo) for repo in self.config.repos}
+        return {repo: release.load(self.root, repo) for repo in self.config.repos}
 
     @cached_property
     def pinned_names(self) -> tuple[set[str], set[str]] | None:
@@ -311,20 +311,6 @@ class KnowledgeBase(LaneQueries):
 
         names = pinned_names(self.root)
         return names if names[0] else None
-
-    @cached_property
-    def missing_links(self) -> list[tuple[str, int, str, list[str]]]:
-        """Playbook entries that do not cite a card naming their symptom (L009, `dossier link`)."""
-        from .link import missing_links
-
-        return missing_links(self)
-
-    @cached_property
-    def stale_outputs(self) -> list[tuple[str, str | None, str]]:
-        """Generated files that differ from what `dossier build` would write now (B001)."""
-        from .build import stale_outputs
-
-        return stale_outputs(self)
 
     @cached_property
     def pinned_paths(self) -> dict[str, set[str]]:

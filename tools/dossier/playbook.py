@@ -136,7 +136,7 @@ def clean(entry: dict) -> dict:
     return entry
 
 
-def _with_defaults(entry: dict) -> dict:
+def with_defaults(entry: dict) -> dict:
     """Fill optional fields so the template can stay strict about typos."""
     for key in LIST_FIELDS:
         if not isinstance(entry.get(key), list):
@@ -146,50 +146,3 @@ def _with_defaults(entry: dict) -> dict:
     entry["look"] = [{"symbols": [], "why": "", **l} for l in entry["look"] if isinstance(l, dict)]
     entry["prs"] = [{"note": "", **p} for p in entry["prs"] if isinstance(p, dict)]
     return entry
-
-
-def _radar_by_symptom(ctx) -> dict[str, list[dict]]:
-    """Radar items by the playbook entry ids they name: what upstream merged for them, what remains."""
-    from .radar import _row
-
-    out: dict[str, list[dict]] = {}
-    for item in (ctx.radar.items if ctx.radar else []):
-        if item.data.get("_not_mapping"):
-            continue
-        row = _row(ctx.config, item)
-        for sid in row["symptoms"]:
-            out.setdefault(sid, []).append(row)
-    return out
-
-
-def render_markdown(ctx) -> str:
-    """references/playbook.md, grouped by sub-lane in SUBLANES order."""
-    from .render import render
-
-    entries = [_with_defaults(clean(e)) for e in ctx.playbook.entries]
-    existing = ctx.card_ids
-    groups = []
-    for sub, title in SUBLANES.items():
-        mine = [e for e in entries if e.get("sublane") == sub]
-        if mine:
-            groups.append({"id": sub, "title": title, "entries": mine})
-    others = [e for e in entries if e.get("sublane") not in SUBLANES]
-    if others:
-        groups.append({"id": "other", "title": "Other", "entries": others})
-    lanes = ctx.lanes
-    from . import release
-    from . import supersede as sup
-
-    today = {}
-    for cid in existing:
-        entry = sup.for_card(ctx.root, cid, ctx.supersession)
-        rel = release.for_card(ctx.releases, cid)
-        moved = entry and entry["state"] not in ("live", "n/a", "not on history")
-        if moved or (rel and rel["state"] in ("partly", "absent")):  # a card standing in both says nothing
-            today[cid] = "; ".join(x for x in ["at the pin: " + sup.summary(entry, brief=True) if entry else "",
-                                               release.phrase(rel)] if x)
-    radar = _radar_by_symptom(ctx)
-    return render("playbook.md.j2", as_of=ctx.config.as_of,
-        groups=groups, total=len(entries), existing_cards=existing, lanes=lanes, today=today, radar=radar,
-        repos={name: r.upstream for name, r in ctx.config.repos.items()},
-    )

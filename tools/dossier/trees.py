@@ -204,24 +204,7 @@ def expand_names(names) -> set[str]:
 
 # --- a released wheel: what a user who pip-installs sglang actually has ------------------------
 
-RELEASE_LISTING = "references/trees/sglang-release.json"
 _ENV = re.compile(r"\b(SGLANG_[A-Z0-9_]+)\b")
-
-
-def list_release(config: Config, wheel: str) -> tuple[Path, dict]:
-    """The sglang release listing (see release.py, which reads either repo's wheel)."""
-    from .release import list_release as _list
-
-    return _list(config, wheel, "sglang")
-
-
-def load_release(root: Path, repo: str = "sglang") -> dict | None:
-    """A release listing (release.py owns the format)."""
-    from .release import load
-
-    return load(root, repo)
-
-
 _FIELD = re.compile(r"^\s{4}([a-z][a-z0-9_]*)\s*:\s*(?:A\[|[A-Za-z])", re.M)
 _QUOTED_FLAG = re.compile(r"[\"'](--[a-z0-9][a-z0-9-]*)[\"']")
 

@@ -15,7 +15,7 @@ from ._base import config_at, root_option
 @root_option
 def command(check_only, root):
     """Cite each card in the playbook entries named by its `symptoms:` (newest first)."""
-    from ..check import require_readable_inputs
+    from ..readable import require_readable_inputs
 
     ctx = KnowledgeBase(config_at(root))
     require_readable_inputs(ctx, "link stopped, nothing written" if not check_only else "cannot tell what is cited")

@@ -224,7 +224,7 @@ def load_index(kb) -> dict:
     key = content_key(*_inputs(kb.config))
     index = cache.get(key)
     if index is None:
-        from ..check import require_readable_inputs
+        from ..readable import require_readable_inputs
 
         require_readable_inputs(kb, "find needs every input readable")  # else results drop what broke
         index = build_index(kb)

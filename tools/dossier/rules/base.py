@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Iterable
 
+from ..findings import Finding  # noqa: F401 - the rules' findings, defined below them
+
 FAMILIES = {
     "S": "structure",
     "G": "grounding",
@@ -17,18 +19,6 @@ FAMILIES = {
     "R": "radar",
     "M": "measurements",
 }
-
-
-@dataclass(frozen=True, order=True)
-class Finding:
-    path: str
-    line: int
-    col: int
-    code: str
-    message: str
-
-    def as_dict(self) -> dict:
-        return {"path": self.path, "line": self.line, "col": self.col, "code": self.code, "message": self.message}
 
 
 @dataclass(frozen=True)

@@ -171,7 +171,9 @@ def symptom_not_cited_back(ctx):
     The card's `symptoms:` and the entry's `cards:` must agree, or the playbook sends
     users past the PR that changed their path. `dossier link` adds the citations.
     """
-    for rel, number, entry, add in ctx.missing_links:
+    from ..link import missing_links
+
+    for rel, number, entry, add in missing_links(ctx):
         yield Finding(rel, number, 1, "L009", f"entry '{entry}' does not cite {', '.join(add)}; run `dossier link`")
 
 

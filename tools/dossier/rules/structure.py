@@ -7,12 +7,6 @@ import datetime as _dt
 from ..cards import KINDS, REQUIRED_SECTIONS, STATES
 from .base import Finding, RULES, rule
 
-LIST_KEYS = ("families", "lanes", "symptoms")  # lists of names: nothing nested
-REQUIRED_KEYS = {
-    "repo": str, "pr": int, "title": str, "state": str, "url": str,
-    "families": list, "kind": str, "lanes": list,
-}
-
 
 def _f(ctx, card, line, code, msg, col=1):
     return Finding(ctx.rel(card.path), line, col, code, msg)
@@ -37,24 +31,8 @@ def frontmatter_field(ctx, card):
     `merged` is required when state is `merged`; `symptoms`, when present, is a list.
     families, lanes and symptoms hold names (strings), nothing nested.
     """
-    meta = card.meta
-    if meta is None:
-        return
-    for key, typ in REQUIRED_KEYS.items():
-        if key not in meta:
-            yield _f(ctx, card, 1, "S002", f"frontmatter field '{key}' is missing")
-        elif not isinstance(meta[key], typ) or isinstance(meta[key], bool):
-            yield _f(ctx, card, card.key_line(key), "S002",
-                     f"frontmatter field '{key}' must be {typ.__name__}, got {type(meta[key]).__name__}")
-    if "symptoms" in meta and not isinstance(meta["symptoms"], list):
-        yield _f(ctx, card, card.key_line("symptoms"), "S002",
-                 f"frontmatter field 'symptoms' must be list, got {type(meta['symptoms']).__name__}")
-    for key in LIST_KEYS:
-        value = meta.get(key)
-        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
-            yield _f(ctx, card, card.key_line(key), "S002", f"frontmatter field '{key}' must be a list of names (strings)")
-    if meta.get("state") == "merged" and not meta.get("merged"):
-        yield _f(ctx, card, card.key_line("state"), "S002", "state is merged but 'merged' date is missing")
+    for line, message, _ in card.field_problems():
+        yield _f(ctx, card, line, "S002", message)
 
 
 @rule("S003", "section-missing")
