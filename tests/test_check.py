@@ -352,3 +352,20 @@ def test_lock_drift_finds_the_recorded_commit_when_the_clones_head_lacks_it(kb_c
         found = findings(kb_card, select=["G005"], sources=clone)
         assert [f.code for f in found] == ["G005"] and "PR #42 not found" in found[0].message, found
     assert landed  # the PR's commit exists in the clone, off HEAD's first-parent line
+
+
+def test_every_rule_is_named_by_a_test():
+    """A guard for "each rule has a test that makes it fire": a rule code no test names (as a
+    string, a select or an expected finding) has no such test. L035 was one until it got
+    its own (test_refresh.py)."""
+    import re
+    from pathlib import Path
+
+    from dossier.rules import RULES
+
+    tests = Path(__file__).parent
+    this = Path(__file__).read_text(encoding="utf-8").split("def test_every_rule_is_named_by_a_test")[0]
+    text = this + "".join(p.read_text(encoding="utf-8") for p in sorted(tests.glob("test_*.py"))
+                          if p.name != Path(__file__).name)
+    named = set(re.findall(r"\b([A-Z]\d{3})\b", text))
+    assert sorted(set(RULES) - named) == []

@@ -115,6 +115,32 @@ def test_playbook_citing_a_gone_card_must_cite_its_successor(skb, upstream):
     assert run_check(KnowledgeBase(load_config(skb)), select=["L015"]) == []
 
 
+def test_a_gone_or_reverted_card_must_name_what_took_its_lines(skb, upstream):
+    _supersede(skb, upstream)
+    data = json.loads((skb / "references/supersession.json").read_text())
+    two = data["repos"]["sglang"]["cards"]["2"]
+    two["state"] = "gone"  # as if #3 had removed every line (it took 4 of 7: significant)
+    (skb / "references/supersession.json").write_text(json.dumps(data))
+
+    def l035():
+        return run_check(KnowledgeBase(load_config(skb)), select=["L035"])
+
+    found = l035()
+    assert [(f.path, f.code) for f in found] == [("references/cards/sglang/2.md", "L035")]
+    assert "gone at the pinned SHA (superseded by #3)" in found[0].message
+    _card(skb, 2, "title: copy once\n")
+    (skb / "references/cards/sglang/2.md").write_text(
+        (skb / "references/cards/sglang/2.md").read_text() + "\n#3 rewrote these lines.\n")
+    assert l035() == []  # the body names the PR
+    two["state"], two["reverted_by"] = "reverted", {"pr": 9, "sha": "0" * 40}
+    (skb / "references/supersession.json").write_text(json.dumps(data))
+    found = l035()  # a revert has to be named itself, not any superseder
+    assert [f.code for f in found] == ["L035"] and "reverted by #9" in found[0].message
+    two["state"] = "rewritten"  # the symbols still stand: nothing to say
+    (skb / "references/supersession.json").write_text(json.dumps(data))
+    assert l035() == []
+
+
 def _wheel(tmp_path, flags=("mm_feature_transport",), env=("SGLANG_USE_CUDA_IPC_TRANSPORT",)):
     path = tmp_path / "sglang-9.9.9-cp311-cp311-manylinux_2_34_x86_64.whl"
     with zipfile.ZipFile(path, "w") as z:
