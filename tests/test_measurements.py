@@ -309,3 +309,37 @@ def test_a_slowdown_reads_as_slower_everywhere():
     block = render_block(record)
     assert "| 3.5x slower |" in block and "0.289x" not in block
     assert "\nTechnique reproduced: release the copies. Inputs" in block  # a sentence, not a fragment
+
+
+def test_a_paths_check_says_what_the_whole_check_says_of_those_files(mkb, monkeypatch):
+    """`check PATHS` runs only the project rules that may report on a card (Rule.on_cards),
+    yet reports exactly the whole check's findings on those cards and their locks."""
+    from dossier import check as check_module
+    from dossier.rules import RULES
+
+    _record(mkb)  # M003 now fires on card 42: a project rule that reports on a card
+    other = mkb / "references/cards/sglang/43.md"
+    other.write_text(CARD.replace("pr: 42", "pr: 43").replace("/pull/42", "/pull/43"))
+
+    def check(*paths):
+        res = CliRunner().invoke(main, ["check", *map(str, paths), "--format", "json", "--root", str(mkb)])
+        assert res.exit_code == 1, res.output
+        return json.loads(res.output)
+
+    whole = check()
+    card = mkb / "references/cards/sglang/42.md"
+    wanted = {"references/cards/sglang/42.md", "references/evidence/sglang/42.json"}
+    part = check(card)
+    assert part == [f for f in whole if f["path"] in wanted]
+    assert "M003" in {f["code"] for f in part}
+    assert {"B001", "S003"} <= {f["code"] for f in whole}  # a project rule on another file; card rules on 43
+    assert all(RULES[f["code"]].on_cards for f in whole if RULES[f["code"]].scope == "project" and f["path"] in wanted)
+
+    ran = []
+    real = check_module._run
+    monkeypatch.setattr(check_module, "_run", lambda rule, ctx, c=None: ran.append(rule.code) or real(rule, ctx, c))
+    check(card)
+    assert "M003" in ran and not {"B001", "M002", "L009", "K001"} & set(ran)
+    ran.clear()
+    check()
+    assert {"B001", "M002", "L009", "K001", "M003"} <= set(ran)

@@ -152,6 +152,10 @@ def run_check(ctx: KnowledgeBase, select=None, ignore=None, timings: Timings | N
     findings: list[Finding] = []
     card_rules = [r for r in RULES.values() if r.scope == "card" and _selected(r.code, select, ignore)]
     project_rules = [r for r in RULES.values() if r.scope == "project" and _selected(r.code, select, ignore)]
+    if ctx.card_paths is not None:
+        # PATHS: only findings on those cards and their locks are reported (see the end), so
+        # of the project rules only those that may report on a card run (Rule.on_cards).
+        project_rules = [r for r in project_rules if r.on_cards]
     prefetch = list(dict.fromkeys(n for r in card_rules + project_rules for n in r.prefetch))
     background_rules = [r for r in project_rules if r.background]
     if prefetch or background_rules:

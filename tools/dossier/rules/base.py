@@ -37,6 +37,11 @@ class Rule:
     # with the KnowledgeBase right after starting that subprocess, so the subprocess answers
     # on the other core while the cards load (it only sends; a failure is left to the rule).
     ahead: Callable | None = None
+    # A project rule whose findings may name a card or its lock (M003 does, on a card's
+    # measurement block). `check PATHS` reports only on those cards and locks, so it runs
+    # only these among the project rules: the others report on the playbook, the registry,
+    # the generated pages, SKILL.md..., and would cost a whole-base run to say nothing.
+    on_cards: bool = False
 
     @property
     def family(self) -> str:
@@ -53,7 +58,7 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(code: str, name: str, scope: str = "card", background: bool = False, prefetch: tuple[str, ...] = (),
-         ahead: Callable | None = None):
+         ahead: Callable | None = None, on_cards: bool = False):
     """Register a rule; its docstring's first line is the summary, the rest the docs page."""
 
     def wrap(func: Callable[..., Iterable[Finding]]):
@@ -61,7 +66,7 @@ def rule(code: str, name: str, scope: str = "card", background: bool = False, pr
         summary, _, rest = doc.partition("\n")
         if code in RULES:
             raise RuntimeError(f"duplicate rule code {code}")
-        RULES[code] = Rule(code, name, scope, summary.strip(), rest, func, background, tuple(prefetch), ahead)
+        RULES[code] = Rule(code, name, scope, summary.strip(), rest, func, background, tuple(prefetch), ahead, on_cards)
         return func
 
     return wrap

@@ -65,7 +65,7 @@ def measurement_stale(ctx):
             yield Finding(rel, 1, 1, "M002", "repro script needs SUBJECT = 'sglang#N' or 'seed:<slug>'")
 
 
-@rule("M003", "measurement-not-shown", scope="project")
+@rule("M003", "measurement-not-shown", scope="project", on_cards=True)
 def measurement_not_shown(ctx):
     """A card's generated "Measured on H200" block is missing, out of date, or has no record.
 
