@@ -2,13 +2,85 @@
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- No test reaches past loopback -----------------------------------------------------------
+# Stand-ins for GitHub, the package index and OpenAI-style servers listen on 127.0.0.1; any
+# other address is a test that would pass or fail on the network's mood. In this process a
+# connection elsewhere (or a lookup of a name other than localhost) raises at once; in the
+# subprocesses tests start (`dossier`, lane scripts, git), HTTP goes through a proxy address
+# that refuses, except for loopback.
+
+class NetworkBlocked(OSError):
+    pass
+
+
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
+
+
+def _loopback(host) -> bool:
+    host = host.decode() if isinstance(host, bytes) else str(host)
+    if host.lower() in _LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+_real_connect, _real_connect_ex, _real_getaddrinfo = socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo
+
+
+def _checked(sock, address):
+    if sock.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address[0]):
+        raise NetworkBlocked(f"tests do not reach the network: connect to {address[0]!r}")
+
+
+def _connect(self, address):
+    _checked(self, address)
+    return _real_connect(self, address)
+
+
+def _connect_ex(self, address):
+    _checked(self, address)
+    return _real_connect_ex(self, address)
+
+
+def _getaddrinfo(host, *args, **kwargs):
+    if host is not None and not _loopback(host):
+        raise NetworkBlocked(f"tests do not reach the network: look up {host!r}")
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_network():
+    patches = [(socket.socket, "connect", _connect), (socket.socket, "connect_ex", _connect_ex),
+               (socket, "getaddrinfo", _getaddrinfo)]
+    saved_env = {k: os.environ.get(k) for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY",
+                                                "no_proxy", "NO_PROXY")}
+    for owner, name, func in patches:
+        setattr(owner, name, func)
+    refused = "http://127.0.0.1:9"  # the discard port: nothing listens, a connection is refused at once
+    os.environ.update(http_proxy=refused, https_proxy=refused, HTTP_PROXY=refused, HTTPS_PROXY=refused,
+                      no_proxy="127.0.0.1,localhost,::1", NO_PROXY="127.0.0.1,localhost,::1")
+    yield
+    socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo = (
+        _real_connect, _real_connect_ex, _real_getaddrinfo)
+    for key, value in saved_env.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def git(cwd: Path, *args: str, **kw) -> str:
