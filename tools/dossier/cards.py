@@ -133,8 +133,8 @@ class Card:
         return self.meta_lines.get(key, 2)
 
     def field_problems(self):
-        """(line, message, of the wrong type) for each required frontmatter field that is
-        missing or of the wrong type (S002; `readable` stops on the wrong types)."""
+        """(line, message, wrong_type) for each required frontmatter field that is missing
+        or of the wrong type (S002's findings; `readable` stops on those with wrong_type)."""
         meta = self.meta
         if meta is None:
             return
