@@ -11,6 +11,7 @@ run).
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tools" / "dossier"
@@ -77,52 +78,21 @@ def import_graph(package: Path) -> dict[str, set[str]]:
     return graph
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
-
-
-def _describe(graph: dict[str, set[str]], component: list[str]) -> str:
-    members = set(component)
-    edges = [f"{a} -> {b}" for a in component for b in sorted(graph[a] & members)]
-    return "; ".join(edges)
+def circle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle, as its modules sorted (graphlib names one when there is any), or []."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return sorted(set(exc.args[1]))
+    return []
 
 
 def test_the_package_has_no_import_circle():
     graph = import_graph(PACKAGE)
     assert "dossier.kb" in graph and graph["dossier.check"] >= {"dossier.kb"}  # the graph is read at all
-    found = cycles(graph)
-    assert not found, "import circles: " + " | ".join(_describe(graph, c) for c in found)
+    found = circle(graph)
+    members = set(found)
+    assert not found, "import circle: " + "; ".join(f"{a} -> {b}" for a in found for b in sorted(graph[a] & members))
 
 
 def _package(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -141,7 +111,7 @@ def test_a_lazy_import_upward_is_a_circle(tmp_path):
     })
     graph = import_graph(root)
     assert graph["pkg.other"] == {"pkg.low"}
-    assert cycles(graph) == [["pkg.high", "pkg.low"]]
+    assert circle(graph) == ["pkg.high", "pkg.low"]
 
 
 def test_type_only_imports_and_subpackages_are_no_circle(tmp_path):
@@ -156,9 +126,9 @@ def test_type_only_imports_and_subpackages_are_no_circle(tmp_path):
     assert graph["pkg.low"] == set()
     assert graph["pkg.sub.leaf"] == {"pkg.low", "pkg.sub.helper"}
     assert graph["pkg.high"] == {"pkg.low", "pkg.sub", "pkg.sub.leaf"}
-    assert cycles(graph) == []
+    assert circle(graph) == []
     (root / "sub" / "helper.py").write_text("import pkg.sub\n")  # helper -> sub -> leaf -> helper
-    assert cycles(import_graph(root)) == [["pkg.sub", "pkg.sub.helper", "pkg.sub.leaf"]]
+    assert circle(import_graph(root)) == ["pkg.sub", "pkg.sub.helper", "pkg.sub.leaf"]
 
 
 def test_importing_a_module_of_another_package_runs_that_package(tmp_path):
@@ -172,4 +142,4 @@ def test_importing_a_module_of_another_package_runs_that_package(tmp_path):
     graph = import_graph(root)
     assert graph["pkg.rules"] == {"pkg.rules.base", "pkg.rules.uses_low"}
     assert graph["pkg.low"] == {"pkg.rules", "pkg.rules.base"}
-    assert cycles(graph) == [["pkg.low", "pkg.rules", "pkg.rules.uses_low"]]
+    assert circle(graph) == ["pkg.low", "pkg.rules", "pkg.rules.uses_low"]
